@@ -222,6 +222,16 @@ class Graph:
     def device(self) -> torch.device:
         return self.src.device
 
+    # The kernel protocol: ops accept any object with num_src_nodes, num_dst_nodes,
+    # num_edges, coo(), csr() and csc(). A Graph is square; a sampler's block is not.
+    @property
+    def num_src_nodes(self) -> int:
+        return self.num_nodes
+
+    @property
+    def num_dst_nodes(self) -> int:
+        return self.num_nodes
+
     @property
     def num_edge_types(self) -> int:
         """Number of relations: max edge_type + 1 (1 when the graph is untyped)."""
