@@ -1,0 +1,26 @@
+"""Shared test fixtures: the real-data folder and the GPU skip."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnnforge.data import shared_datasets_dir
+
+
+@pytest.fixture(scope="session")
+def datasets_dir():
+    """The shared real datasets; tests that need them skip (saying so) when absent."""
+    path = shared_datasets_dir()
+    if path is None:
+        pytest.skip("shared/datasets not found beside the checkout (set GNNFORGE_DATASETS)")
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
