@@ -19,7 +19,6 @@ COMMANDS = {
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
     "plan": "gnnforge.plan._cli",
-    "bench": "gnnforge.ops._cli",
 }
 
 

@@ -8,12 +8,17 @@ from gnnforge.data._generators import (
     uniform_random,
 )
 from gnnforge.data._paths import cache_dir, shared_datasets_dir
+from gnnforge.data._store import cache_key, cached_graphs, load_graphs, save_graphs
 
 __all__ = [
     "cache_dir",
+    "cache_key",
+    "cached_graphs",
     "grid_2d",
+    "load_graphs",
     "random_molecule_like",
     "rmat",
+    "save_graphs",
     "shared_datasets_dir",
     "stochastic_block_model",
     "uniform_random",
