@@ -17,8 +17,18 @@ from gnnforge.graph import Graph
 _STRUCTURE_KEYS = {"edge_index", "num_nodes", "edge_type"}
 
 
-def graph_from_pyg(data: Any) -> Graph:
-    """Build a Graph from a torch_geometric Data object."""
+def graph_from_pyg(data: Any, levels: dict[str, str] | None = None) -> Graph:
+    """Build a Graph from a torch_geometric Data object.
+
+    Args:
+        data: the PyG Data.
+        levels: optional {key: 'node' | 'edge' | 'graph'} for keys whose level PyG's
+            size-based guess gets wrong (e.g. a graph label of a one-node graph).
+    """
+    levels = levels or {}
+    for key, level in levels.items():
+        if level not in ("node", "edge", "graph"):
+            raise ValueError(f"levels[{key!r}] must be 'node', 'edge' or 'graph', got {level!r}")
     require("torch_geometric", extra="pyg")
     edge_index = data.edge_index if data.edge_index is not None else torch.zeros(2, 0, dtype=torch.long)
     node_data, edge_data, graph_data = {}, {}, {}
@@ -28,9 +38,10 @@ def graph_from_pyg(data: Any) -> Graph:
         value = data[key]
         if not isinstance(value, torch.Tensor):
             continue
-        if data.is_edge_attr(key):
+        level = levels.get(key)
+        if level == "edge" or (level is None and data.is_edge_attr(key)):
             edge_data[key] = value
-        elif data.is_node_attr(key):
+        elif level == "node" or (level is None and data.is_node_attr(key)):
             node_data[key] = value
         else:
             graph_data[key] = value

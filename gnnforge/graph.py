@@ -44,7 +44,7 @@ class Subgraph(NamedTuple):
 def _to_tensor(name: str, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, np.ndarray | Sequence):
+    if isinstance(value, np.ndarray | Sequence) and not isinstance(value, str | bytes):
         try:
             return torch.as_tensor(np.asarray(value))
         except (TypeError, ValueError) as error:
@@ -53,7 +53,7 @@ def _to_tensor(name: str, value: Any) -> Tensor:
 
 
 def _index_tensor(name: str, value: Any) -> Tensor:
-    if isinstance(value, Sequence) and len(value) == 0:
+    if isinstance(value, list | tuple) and len(value) == 0:
         return torch.zeros(0, dtype=torch.int64)  # an empty list has no dtype to check
     tensor = _to_tensor(name, value)
     if tensor.dtype == torch.bool or tensor.dtype not in _INDEX_DTYPES:
@@ -397,11 +397,15 @@ class Graph:
     # ------------------------------------------------------------------ interop
 
     @classmethod
-    def from_pyg(cls, data: Any) -> Graph:
-        """Build from a `torch_geometric.data.Data` (requires the `pyg` extra)."""
+    def from_pyg(cls, data: Any, levels: dict[str, str] | None = None) -> Graph:
+        """Build from a `torch_geometric.data.Data` (requires the `pyg` extra).
+
+        PyG guesses whether an attribute is per node, edge or graph from its size; pass
+        `levels={'y': 'graph'}` where that guess is ambiguous (e.g. num_nodes == num_edges).
+        """
         from gnnforge._interop import graph_from_pyg
 
-        return graph_from_pyg(data)
+        return graph_from_pyg(data, levels)
 
     def to_pyg(self) -> Any:
         """Convert to a `torch_geometric.data.Data` (requires the `pyg` extra)."""
@@ -667,11 +671,11 @@ class GraphBatch(Graph):
     # ------------------------------------------------------------------ interop and repr
 
     @classmethod
-    def from_pyg(cls, batch: Any) -> GraphBatch:
+    def from_pyg(cls, batch: Any, levels: dict[str, str] | None = None) -> GraphBatch:
         """Build from a `torch_geometric.data.Batch` (requires the `pyg` extra)."""
         from gnnforge._interop import graph_from_pyg
 
-        return cls.from_graphs([graph_from_pyg(d) for d in batch.to_data_list()])
+        return cls.from_graphs([graph_from_pyg(d, levels) for d in batch.to_data_list()])
 
     def to_pyg(self) -> Any:
         """Convert the real graphs to a `torch_geometric.data.Batch`."""
