@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gnnforge.data._arrays import sorted_unique
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._errors import DataFormatError
 from gnnforge.data._text import parse_flat, read_bytes
@@ -65,5 +66,5 @@ def read_ligra(path: str | Path, *, clean: CleanOptions = CleanOptions()) -> tup
                            edge_data=edge_data)
     graph, drops = clean_graph(graph, clean)
     meta = {"format": "Ligra " + word.decode(), "files": [str(path)], "drops": drops,
-            "unused_ids": int(n - np.union1d(src, targets).size) if n else 0}
+            "unused_ids": int(n - sorted_unique(np.concatenate([src, targets])).size)}
     return graph, meta

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gnnforge.data._arrays import sorted_unique
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._collection import split_union
 from gnnforge.data._edgelist import read_edge_list
@@ -103,7 +104,7 @@ def _read_feature_json(path, num_nodes, features):
     width = int(flat.max()) + 1 if flat.size else 0
     rows = np.repeat(nodes, counts)
     info = {"feature_dim": width, "feature_nnz": int(flat.size),
-            "nodes_without_features": int(num_nodes - np.unique(nodes).size)}
+            "nodes_without_features": int(num_nodes - sorted_unique(nodes).size)}
     if features == "dense":
         x = np.zeros((num_nodes, width), dtype=np.float32)
         x[rows, flat] = 1.0
