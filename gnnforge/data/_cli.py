@@ -116,8 +116,9 @@ def _detail(args: argparse.Namespace) -> int:
     print(f"  options:  {meta.get('options')}")
     facts = {k: v for k, v in meta.items()
              if k not in ("stats", "files", "options", "name", "format", "drops", "members")}
+    width = max([len(k) for k in facts] + [8]) + 2
     for key, value in facts.items():
-        print(f"  {key + ':':<10}{_short(value)}")
+        print(f"  {key + ':':<{width}}{_short(value)}")
     print(f"  cleaning: {meta.get('drops')}")
     print()
     overview = [[key, stats[key]] for key in

@@ -3,7 +3,7 @@
 One edge `u v` (or `u,v`, optionally a third weight column) per line. Lines starting with
 `#` or `%` are comments; a `# Nodes: N ...` comment declares the node count. A first line
 of column names (a CSV header such as `id_1,id_2`) is skipped. A first line `N M`
-followed by exactly M edge lines is read as a size header (the email-Enron copy in
+(N >= 1) followed by exactly M edge lines is read as a size header (the email-Enron copy in
 shared/datasets has one in place of SNAP's comments).
 
 Node ids: kept as they are by default, with num_nodes = max id + 1 (or the declared N
@@ -138,9 +138,9 @@ def _skip_header(data: bytes, path: str | Path) -> tuple[int, int, str | None]:
 
 
 def _is_size_header(data: bytes, rest: int, tokens: list[bytes]) -> bool:
-    declared_edges = int(tokens[1]) if tokens[1].isdigit() else -1
-    if declared_edges < 0:
+    if not (tokens[0].isdigit() and tokens[1].isdigit()) or int(tokens[0]) < 1:
         return False
+    declared_edges = int(tokens[1])
     body = data[rest:]
     count = body.count(b"\n") + (1 if body and not body.endswith(b"\n") else 0)
     return count == declared_edges

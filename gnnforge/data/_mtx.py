@@ -88,7 +88,7 @@ def read_matrix_market(path: str | Path, *, clean: CleanOptions = CleanOptions()
     bad = (index < 0) | (index >= rows)
     if bad.any():
         entry = int(np.nonzero(bad.any(1))[0][0])
-        raise DataFormatError(path, f"index {tuple(index[entry] + 1)} outside 1..{rows}",
+        raise DataFormatError(path, f"index {tuple((index[entry] + 1).tolist())} outside 1..{rows}",
                               first_line + entry)
     src, dst = index[:, 0], index[:, 1]
     values = table[:, 2] if columns == 3 else None
