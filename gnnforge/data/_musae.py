@@ -104,7 +104,7 @@ def _read_feature_json(path, num_nodes, features):
     width = int(flat.max()) + 1 if flat.size else 0
     rows = np.repeat(nodes, counts)
     info = {"feature_dim": width, "feature_nnz": int(flat.size),
-            "nodes_without_features": int(num_nodes - sorted_unique(nodes).size)}
+            "nodes_without_features": int(num_nodes - sorted_unique(rows).size)}
     if features == "dense":
         x = np.zeros((num_nodes, width), dtype=np.float32)
         x[rows, flat] = 1.0
