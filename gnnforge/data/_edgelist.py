@@ -66,6 +66,10 @@ def read_edge_list(path: str | Path, *, clean: CleanOptions = CleanOptions(),
             raise DataFormatError(path, "node ids must be integers",
                                   line_of_row(body, row, first_line))
         ends = ends.astype(np.int64)
+        if not np.isfinite(table[:, 2]).all():
+            row = int(np.nonzero(~np.isfinite(table[:, 2]))[0][0])
+            raise DataFormatError(path, f"non-finite weight {table[row, 2]}",
+                                  line_of_row(body, row, first_line))
     declared = _declared_nodes(data, header, table.shape[0])
     src, dst = np.ascontiguousarray(ends[:, 0]), np.ascontiguousarray(ends[:, 1])
     if src.size and min(src.min(), dst.min()) < 0:
@@ -86,8 +90,9 @@ def read_edge_list(path: str | Path, *, clean: CleanOptions = CleanOptions(),
                                             f"{num_nodes - 1}; pass relabel=True to compact ids")
             num_nodes = declared
     edge_data = {"weight": torch.from_numpy(table[:, 2].astype(np.float32))} if columns == 3 else None
-    graph = Graph(torch.from_numpy(src), torch.from_numpy(dst), num_nodes,
-                  node_data=node_data, edge_data=edge_data)
+    # Ids were checked above (integers, >= 0, < num_nodes), so skip Graph's second pass.
+    graph = Graph._trusted(torch.from_numpy(src), torch.from_numpy(dst), num_nodes,
+                           node_data=node_data, edge_data=edge_data)
     graph, drops = clean_graph(graph, clean)
     meta = {"format": "edge list", "files": [str(path)], "header": header,
             "declared_nodes": declared, "relabel": relabel, "drops": drops,

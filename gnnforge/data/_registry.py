@@ -8,6 +8,7 @@ identity and every option) and afterwards reads it back from there.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,11 +19,11 @@ from gnnforge.data._clean import CleanOptions
 from gnnforge.data._paths import shared_datasets_dir
 from gnnforge.data._sources import DISCOVERY_RULES, DatasetSource, builtin_sources
 from gnnforge.data._stats import collection_stats, graph_stats
-from gnnforge.data._store import cache_path, cached_graphs, cached_meta
+from gnnforge.data._store import cached_graphs, cached_meta
 from gnnforge.graph import Graph
 
-__all__ = ["Dataset", "discover_datasets", "find_dataset", "list_datasets", "load_dataset",
-           "cache_options"]
+__all__ = ["Dataset", "cache_options", "cached_dataset_meta", "discover_datasets", "find_dataset",
+           "list_datasets", "load_dataset"]
 
 _CLEAN_KEYS = ("symmetrize", "dedup", "self_loops")
 _MAX_DEPTH = 3
@@ -101,8 +102,7 @@ def discover_datasets(root: str | Path) -> list[DatasetSource]:
             claimed.update(source.files)
             name = _unique_name(source, names)
             names.add(name)
-            sources.append(DatasetSource(name, source.description, source.build, source.files,
-                                         source.options, source.builtin, source.fmt))
+            sources.append(dataclasses.replace(source, name=name))
     return sorted(sources, key=lambda source: source.files[0])
 
 
@@ -176,8 +176,7 @@ def load_dataset(name: str, root: str | Path | None = None, *, use_cache: bool =
 
     def build():
         graphs, meta = source.build(clean, **extra)
-        stats = graph_stats(graphs[0]) if len(graphs) == 1 and not _is_collection(source) \
-            else collection_stats(graphs)
+        stats = collection_stats(graphs) if source.collection else graph_stats(graphs[0])
         meta.update(name=source.name, options=cache_options(source, clean, extra), stats=stats)
         return graphs, meta
 
@@ -190,12 +189,3 @@ def cached_dataset_meta(source: DatasetSource, **options: Any) -> dict[str, Any]
     """The meta (with stats) of `source` if it is cached with these options, else None."""
     clean, extra = _split_options(source, options)
     return cached_meta(source.name, source.files, cache_options(source, clean, extra))
-
-
-def _is_collection(source: DatasetSource) -> bool:
-    return source.fmt in ("tu", "graph-json") or "num_graphs" in source.options
-
-
-def dataset_cache_path(source: DatasetSource, **options: Any) -> Path:
-    clean, extra = _split_options(source, options)
-    return cache_path(source.name, source.files, cache_options(source, clean, extra))

@@ -44,6 +44,8 @@ class DatasetSource:
         options: the extra options `build` accepts, with their defaults.
         builtin: True when it needs no data files.
         fmt: format tag shown in listings and used to disambiguate names.
+        collection: True for a set of graphs (graph classification, molecules): its
+            statistics then include the per-graph size distribution.
     """
 
     name: str
@@ -53,6 +55,7 @@ class DatasetSource:
     options: Mapping[str, Any] = field(default_factory=dict)
     builtin: bool = False
     fmt: str = ""
+    collection: bool = False
 
     @property
     def size_bytes(self) -> int:
@@ -101,7 +104,7 @@ def builtin_sources() -> list[DatasetSource]:
         DatasetSource("molecule-like", "small molecule-like graphs (tree + ring bonds)",
                       _generator(_generators.random_molecule_like, "random_molecule_like"),
                       options={"num_graphs": 2000, "mean_atoms": 23.0, "seed": 0},
-                      builtin=True, fmt="generator"),
+                      builtin=True, fmt="generator", collection=True),
     ]
 
 
@@ -174,7 +177,7 @@ def _tu_rule(path: Path) -> DatasetSource | None:
     def build(clean, progress=None):
         return read_tu_zip(path, clean=clean, progress=progress)
     return DatasetSource(name.lower(), f"TU Dortmund graph classification '{name}'", build,
-                         (path,), {"progress": None}, fmt="tu")
+                         (path,), {"progress": None}, fmt="tu", collection=True)
 
 
 def _npz_rule(path: Path) -> DatasetSource | None:
@@ -253,7 +256,7 @@ def _graph_json_rule(path: Path) -> DatasetSource | None:
         return read_graph_json(path, target, clean=clean, progress=progress)
     files = (path,) + ((target,) if target else ())
     return DatasetSource(path.parent.name.lower(), "graph collection (karateclub JSON)", build,
-                         files, {"progress": None}, fmt="graph-json")
+                         files, {"progress": None}, fmt="graph-json", collection=True)
 
 
 #: Tried in order on every file under a root; the first match claims it.

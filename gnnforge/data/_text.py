@@ -41,6 +41,26 @@ def _comment_pattern(comments: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"(?m)^[ \t]*[" + re.escape(comments) + rb"][^\n]*(?:\n|$)")
 
 
+def _drop_comments(text: bytes, comments: bytes) -> bytes:
+    """Remove comment lines. Headers at the top are cut by slicing; a regex pass over the
+    whole buffer (100+ ms on 11 MB) runs only when a comment byte occurs further down."""
+    if not comments:
+        return text
+    marks = [comments[i:i + 1] for i in range(len(comments))]
+    start = 0
+    while start < len(text):
+        line_end = text.find(b"\n", start)
+        stop = len(text) if line_end < 0 else line_end
+        line = text[start:stop].strip()
+        if line and line[:1] not in marks:
+            break
+        start = stop + 1
+    text = text[start:] if start else text
+    if any(mark in text for mark in marks):
+        text = _comment_pattern(comments).sub(b"", text)
+    return text
+
+
 def _count_lines(text: bytes) -> int:
     return text.count(b"\n") + (1 if text and not text.endswith(b"\n") else 0)
 
@@ -66,8 +86,7 @@ def parse_table(data: bytes, path: str | Path, columns: int, *, dtype: type = np
             `columns` numbers of the right kind.
     """
     text = data.replace(delimiter, b" ") if delimiter else data
-    if comments and re.search(rb"(?m)^[ \t]*[" + re.escape(comments) + rb"]", text):
-        text = _comment_pattern(comments).sub(b"", text)
+    text = _drop_comments(text, comments)
     if not text or text.isspace():
         return np.zeros((0, columns), dtype=dtype)
     try:

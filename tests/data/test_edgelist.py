@@ -83,3 +83,13 @@ def test_enron_size_header(datasets_dir):
     assert meta["header"] == "36692 367662"
     src, dst = graph.src.numpy(), graph.dst.numpy()
     assert np.array_equal(np.sort(src * 36692 + dst), np.sort(dst * 36692 + src))  # reciprocal
+
+
+def test_non_finite_weight(tmp_path):
+    with pytest.raises(DataFormatError, match=r"w\.txt:3: non-finite weight"):
+        read_edge_list(_write(tmp_path, "w.txt", "0 1 1.5\n\n1 2 nan\n"))
+
+
+def test_blank_and_comment_lines_anywhere(tmp_path):
+    graph, _ = read_edge_list(_write(tmp_path, "b.txt", "\n# a\n\n0 1\n  # mid\n1 2\n\n"))
+    assert graph.src.tolist() == [0, 1] and graph.dst.tolist() == [1, 2]
