@@ -34,8 +34,7 @@ def _loadtxt(path):
 def _pandas(path):
     import pandas
 
-    frame = pandas.read_csv(path, sep=r"\s+", comment="#", header=None, dtype=np.int64,
-                            engine="c")
+    frame = pandas.read_csv(path, sep=r"\s+", comment="#", header=None, dtype=np.int64, engine="c")
     return frame[0].to_numpy(), frame[1].to_numpy()
 
 
@@ -61,6 +60,7 @@ def main() -> int:
     readers = {"gnnforge read_edge_list": _gnnforge, "np.loadtxt": _loadtxt}
     try:
         import pandas  # noqa: F401
+
         readers["pandas.read_csv (C engine)"] = _pandas
     except ImportError:
         print("pandas is not installed: skipping that peer", file=sys.stderr)

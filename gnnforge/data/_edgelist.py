@@ -32,8 +32,9 @@ _DECLARED_NODES = re.compile(rb"(?m)^[ \t]*#.*?\bNodes:\s*(\d+)")
 _NUMBER = re.compile(rb"^[+-]?\d+(\.\d*)?([eE][+-]?\d+)?$")
 
 
-def read_edge_list(path: str | Path, *, clean: CleanOptions = CleanOptions(),
-                   relabel: bool = False) -> tuple[Graph, dict[str, Any]]:
+def read_edge_list(
+    path: str | Path, *, clean: CleanOptions = CleanOptions(), relabel: bool = False
+) -> tuple[Graph, dict[str, Any]]:
     """Read an edge list into a Graph (edge u -> v per line).
 
     Args:
@@ -55,48 +56,74 @@ def read_edge_list(path: str | Path, *, clean: CleanOptions = CleanOptions(),
     delimiter = b"," if b"," in _first_data_line(body) else None
     columns = len(_split(_first_data_line(body), delimiter)) or 2
     if columns not in (2, 3):
-        raise DataFormatError(path, f"expected 2 or 3 columns (src, dst[, weight]), got {columns}",
-                              first_line)
-    table = parse_table(body, path, columns, dtype=np.int64 if columns == 2 else np.float64,
-                        delimiter=delimiter, first_line=first_line)
+        raise DataFormatError(
+            path, f"expected 2 or 3 columns (src, dst[, weight]), got {columns}", first_line
+        )
+    table = parse_table(
+        body,
+        path,
+        columns,
+        dtype=np.int64 if columns == 2 else np.float64,
+        delimiter=delimiter,
+        first_line=first_line,
+    )
     ends = table[:, :2]
     if columns == 3:
         if not np.all(ends == np.round(ends)):
             row = int(np.nonzero((ends != np.round(ends)).any(1))[0][0])
-            raise DataFormatError(path, "node ids must be integers",
-                                  line_of_row(body, row, first_line))
+            raise DataFormatError(
+                path, "node ids must be integers", line_of_row(body, row, first_line)
+            )
         ends = ends.astype(np.int64)
         if not np.isfinite(table[:, 2]).all():
             row = int(np.nonzero(~np.isfinite(table[:, 2]))[0][0])
-            raise DataFormatError(path, f"non-finite weight {table[row, 2]}",
-                                  line_of_row(body, row, first_line))
+            raise DataFormatError(
+                path, f"non-finite weight {table[row, 2]}", line_of_row(body, row, first_line)
+            )
     declared = _declared_nodes(data, header, table.shape[0])
     src, dst = np.ascontiguousarray(ends[:, 0]), np.ascontiguousarray(ends[:, 1])
     if src.size and min(src.min(), dst.min()) < 0:
         row = int(np.nonzero((src < 0) | (dst < 0))[0][0])
-        raise DataFormatError(path, f"negative node id: {src[row]} {dst[row]}",
-                              line_of_row(body, row, first_line))
+        raise DataFormatError(
+            path, f"negative node id: {src[row]} {dst[row]}", line_of_row(body, row, first_line)
+        )
     node_data = {}
     if relabel:
         ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-        src, dst = inverse[:src.size], inverse[src.size:]
+        src, dst = inverse[: src.size], inverse[src.size :]
         node_data["original_id"] = torch.from_numpy(ids)
         num_nodes = int(ids.size)
     else:
         num_nodes = int(max(src.max(), dst.max())) + 1 if src.size else 0
         if declared is not None:
             if declared < num_nodes:
-                raise DataFormatError(path, f"the file declares {declared} nodes but uses id "
-                                            f"{num_nodes - 1}; pass relabel=True to compact ids")
+                raise DataFormatError(
+                    path,
+                    f"the file declares {declared} nodes but uses id "
+                    f"{num_nodes - 1}; pass relabel=True to compact ids",
+                )
             num_nodes = declared
-    edge_data = {"weight": torch.from_numpy(table[:, 2].astype(np.float32))} if columns == 3 else None
+    edge_data = (
+        {"weight": torch.from_numpy(table[:, 2].astype(np.float32))} if columns == 3 else None
+    )
     # Ids were checked above (integers, >= 0, < num_nodes), so skip Graph's second pass.
-    graph = Graph._trusted(torch.from_numpy(src), torch.from_numpy(dst), num_nodes,
-                           node_data=node_data, edge_data=edge_data)
+    graph = Graph._trusted(
+        torch.from_numpy(src),
+        torch.from_numpy(dst),
+        num_nodes,
+        node_data=node_data,
+        edge_data=edge_data,
+    )
     graph, drops = clean_graph(graph, clean)
-    meta = {"format": "edge list", "files": [str(path)], "header": header,
-            "declared_nodes": declared, "relabel": relabel, "drops": drops,
-            "weighted": columns == 3}
+    meta = {
+        "format": "edge list",
+        "files": [str(path)],
+        "header": header,
+        "declared_nodes": declared,
+        "relabel": relabel,
+        "drops": drops,
+        "weighted": columns == 3,
+    }
     return graph, meta
 
 

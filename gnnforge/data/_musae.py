@@ -39,7 +39,9 @@ __all__ = ["read_graph_json", "read_musae", "read_target_csv"]
 _FEATURE_CHOICES = ("ids", "dense", "none")
 
 
-def read_target_csv(path: str | Path, column: str | None = None) -> tuple[np.ndarray, np.ndarray, list]:
+def read_target_csv(
+    path: str | Path, column: str | None = None
+) -> tuple[np.ndarray, np.ndarray, list]:
     """(ids, class index per row, class values) from a CSV with an `id` column.
 
     The label column is `column`, else the last one. Integer labels keep their values as
@@ -50,7 +52,9 @@ def read_target_csv(path: str | Path, column: str | None = None) -> tuple[np.nda
     header = next(reader, None)
     if not header or "id" not in header:
         raise DataFormatError(path, f"expected a header with an 'id' column, got {header}", 1)
-    label_column = header.index(column) if column is not None and column in header else len(header) - 1
+    label_column = (
+        header.index(column) if column is not None and column in header else len(header) - 1
+    )
     if column is not None and column not in header:
         raise DataFormatError(path, f"no column {column!r} in header {header}", 1)
     id_column = header.index("id")
@@ -63,7 +67,9 @@ def read_target_csv(path: str | Path, column: str | None = None) -> tuple[np.nda
         try:
             ids.append(int(row[id_column]))
         except ValueError:
-            raise DataFormatError(path, f"id {row[id_column]!r} is not an integer", number) from None
+            raise DataFormatError(
+                path, f"id {row[id_column]!r} is not an integer", number
+            ) from None
         raw.append(row[label_column])
     try:
         values = np.asarray([int(v) for v in raw], dtype=np.int64)
@@ -75,9 +81,12 @@ def read_target_csv(path: str | Path, column: str | None = None) -> tuple[np.nda
 
 def _scatter_labels(path, ids, labels, num_nodes) -> np.ndarray:
     if ids.size != num_nodes or np.any(np.sort(ids) != np.arange(num_nodes)):
-        raise DataFormatError(path, f"expected each id 0..{num_nodes - 1} exactly once, got "
-                                    f"{ids.size} rows with ids {ids.min() if ids.size else None}.."
-                                    f"{ids.max() if ids.size else None}")
+        raise DataFormatError(
+            path,
+            f"expected each id 0..{num_nodes - 1} exactly once, got "
+            f"{ids.size} rows with ids {ids.min() if ids.size else None}.."
+            f"{ids.max() if ids.size else None}",
+        )
     out = np.empty(num_nodes, dtype=np.int64)
     out[ids] = labels
     return out
@@ -94,7 +103,9 @@ def _read_feature_json(path, num_nodes, features):
         nodes = np.asarray([int(key) for key in table], dtype=np.int64)
         lists = [np.asarray(value, dtype=np.int64) for value in table.values()]
     except (TypeError, ValueError) as error:
-        raise DataFormatError(path, f"node ids and feature ids must be integers ({error})") from error
+        raise DataFormatError(
+            path, f"node ids and feature ids must be integers ({error})"
+        ) from error
     if nodes.size and (nodes.min() < 0 or nodes.max() >= num_nodes):
         raise DataFormatError(path, f"node id outside 0..{num_nodes - 1}")
     counts = np.asarray([v.size for v in lists], dtype=np.int64)
@@ -103,8 +114,11 @@ def _read_feature_json(path, num_nodes, features):
         raise DataFormatError(path, f"negative feature id {flat.min()}")
     width = int(flat.max()) + 1 if flat.size else 0
     rows = np.repeat(nodes, counts)
-    info = {"feature_dim": width, "feature_nnz": int(flat.size),
-            "nodes_without_features": int(num_nodes - sorted_unique(rows).size)}
+    info = {
+        "feature_dim": width,
+        "feature_nnz": int(flat.size),
+        "nodes_without_features": int(num_nodes - sorted_unique(rows).size),
+    }
     if features == "dense":
         x = np.zeros((num_nodes, width), dtype=np.float32)
         x[rows, flat] = 1.0
@@ -116,9 +130,15 @@ def _read_feature_json(path, num_nodes, features):
     return {"feature_ids": torch.from_numpy(padded)}, info
 
 
-def read_musae(edges: str | Path, target: str | Path | None = None,
-               features_json: str | Path | None = None, *, clean: CleanOptions = CleanOptions(),
-               features: str = "ids", target_column: str | None = None) -> tuple[Graph, dict[str, Any]]:
+def read_musae(
+    edges: str | Path,
+    target: str | Path | None = None,
+    features_json: str | Path | None = None,
+    *,
+    clean: CleanOptions = CleanOptions(),
+    features: str = "ids",
+    target_column: str | None = None,
+) -> tuple[Graph, dict[str, Any]]:
     """Read a MUSAE graph: edges, optional labels (node_data["y"]) and features.
 
     Raises:
@@ -148,9 +168,13 @@ def read_musae(edges: str | Path, target: str | Path | None = None,
     return graph, meta
 
 
-def read_graph_json(graphs: str | Path, target: str | Path | None = None, *,
-                    clean: CleanOptions = CleanOptions(),
-                    progress: bool | None = None) -> tuple[list[Graph], dict[str, Any]]:
+def read_graph_json(
+    graphs: str | Path,
+    target: str | Path | None = None,
+    *,
+    clean: CleanOptions = CleanOptions(),
+    progress: bool | None = None,
+) -> tuple[list[Graph], dict[str, Any]]:
     """Read a karateclub graph-level set (graph_data["y"] from the target CSV).
 
     Raises:
@@ -183,10 +207,16 @@ def read_graph_json(graphs: str | Path, target: str | Path | None = None, *,
     graph_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     shift = np.repeat(graph_ptr[:-1], [p.shape[0] for p in pieces])
     edges = np.concatenate(pieces) if pieces else np.zeros((0, 2), np.int64)
-    union = Graph(torch.from_numpy(edges[:, 0] + shift), torch.from_numpy(edges[:, 1] + shift),
-                  int(graph_ptr[-1]))
+    union = Graph(
+        torch.from_numpy(edges[:, 0] + shift),
+        torch.from_numpy(edges[:, 1] + shift),
+        int(graph_ptr[-1]),
+    )
     union, drops = clean_graph(union, clean)
-    graph_data, meta = {}, {"format": "karateclub graph JSON", "files": [str(graphs)], "drops": drops}
+    graph_data, meta = (
+        {},
+        {"format": "karateclub graph JSON", "files": [str(graphs)], "drops": drops},
+    )
     if target is not None:
         ids, labels, classes = read_target_csv(target)
         graph_data["y"] = torch.from_numpy(_scatter_labels(target, ids, labels, len(order)))

@@ -22,8 +22,15 @@ from gnnforge.data._stats import collection_stats, graph_stats
 from gnnforge.data._store import cached_graphs, cached_meta
 from gnnforge.graph import Graph
 
-__all__ = ["Dataset", "cache_options", "cached_dataset_meta", "discover_datasets", "find_dataset",
-           "list_datasets", "load_dataset"]
+__all__ = [
+    "Dataset",
+    "cache_options",
+    "cached_dataset_meta",
+    "discover_datasets",
+    "find_dataset",
+    "list_datasets",
+    "load_dataset",
+]
 
 _CLEAN_KEYS = ("symmetrize", "dedup", "self_loops")
 _MAX_DEPTH = 3
@@ -66,8 +73,10 @@ class Dataset:
 
     def __repr__(self) -> str:
         stats = self.meta.get("stats", {})
-        return (f"Dataset({self.name!r}, graphs={len(self.graphs)}, "
-                f"nodes={stats.get('num_nodes')}, edges={stats.get('num_edges')})")
+        return (
+            f"Dataset({self.name!r}, graphs={len(self.graphs)}, "
+            f"nodes={stats.get('num_nodes')}, edges={stats.get('num_edges')})"
+        )
 
 
 def _walk(root: Path) -> list[Path]:
@@ -135,29 +144,38 @@ def find_dataset(name: str, root: str | Path | None = None) -> DatasetSource:
     known = [source.name for source in sources]
     close = difflib.get_close_matches(name.lower(), known, n=3)
     where = root if root is not None else shared_datasets_dir()
-    raise KeyError(f"no dataset {name!r} (searched built-ins and {where}); "
-                   + (f"did you mean {', '.join(close)}? " if close else "")
-                   + f"known: {', '.join(known)}")
+    raise KeyError(
+        f"no dataset {name!r} (searched built-ins and {where}); "
+        + (f"did you mean {', '.join(close)}? " if close else "")
+        + f"known: {', '.join(known)}"
+    )
 
 
-def _split_options(source: DatasetSource, options: dict[str, Any]) -> tuple[CleanOptions, dict[str, Any]]:
+def _split_options(
+    source: DatasetSource, options: dict[str, Any]
+) -> tuple[CleanOptions, dict[str, Any]]:
     clean = CleanOptions(**{k: options[k] for k in _CLEAN_KEYS if k in options})
     extra = {k: v for k, v in options.items() if k not in _CLEAN_KEYS}
     unknown = sorted(set(extra) - set(source.options))
     if unknown:
-        raise TypeError(f"dataset {source.name!r} does not take option(s) {unknown}; it takes "
-                        f"{sorted(source.options) + list(_CLEAN_KEYS)}")
+        raise TypeError(
+            f"dataset {source.name!r} does not take option(s) {unknown}; it takes "
+            f"{sorted(source.options) + list(_CLEAN_KEYS)}"
+        )
     return clean, {**source.options, **extra}
 
 
-def cache_options(source: DatasetSource, clean: CleanOptions, extra: dict[str, Any]) -> dict[str, Any]:
+def cache_options(
+    source: DatasetSource, clean: CleanOptions, extra: dict[str, Any]
+) -> dict[str, Any]:
     """Everything that changes the processed result (progress switches excluded)."""
     keep = {k: v for k, v in extra.items() if k != "progress"}
     return {"source": source.name, "format": source.fmt, **clean.as_dict(), **keep}
 
 
-def load_dataset(name: str, root: str | Path | None = None, *, use_cache: bool = True,
-                 **options: Any) -> Dataset:
+def load_dataset(
+    name: str, root: str | Path | None = None, *, use_cache: bool = True, **options: Any
+) -> Dataset:
     """Load a dataset by name, from the cache when it was built before.
 
     Args:
@@ -180,8 +198,9 @@ def load_dataset(name: str, root: str | Path | None = None, *, use_cache: bool =
         meta.update(name=source.name, options=cache_options(source, clean, extra), stats=stats)
         return graphs, meta
 
-    graphs, meta = cached_graphs(source.name, source.files, cache_options(source, clean, extra),
-                                 build, use_cache=use_cache)
+    graphs, meta = cached_graphs(
+        source.name, source.files, cache_options(source, clean, extra), build, use_cache=use_cache
+    )
     return Dataset(source.name, graphs, meta)
 
 

@@ -33,7 +33,9 @@ def _field(struct: np.ndarray, name: str, path: Path) -> Any:
     return struct[name][0, 0] if struct.ndim == 2 else struct[name]
 
 
-def read_mat_graph(path: str | Path, *, clean: CleanOptions = CleanOptions()) -> tuple[Graph, dict[str, Any]]:
+def read_mat_graph(
+    path: str | Path, *, clean: CleanOptions = CleanOptions()
+) -> tuple[Graph, dict[str, Any]]:
     """Read a SuiteSparse `.mat` graph (Problem.A, optional Problem.aux.coord).
 
     Raises:
@@ -46,12 +48,16 @@ def read_mat_graph(path: str | Path, *, clean: CleanOptions = CleanOptions()) ->
     except (ValueError, TypeError, OSError, NotImplementedError) as error:
         raise DataFormatError(path, f"not a readable MATLAB file ({error})") from error
     if "Problem" not in contents:
-        raise DataFormatError(path, f"no 'Problem' struct (variables: {sorted(k for k in contents if not k.startswith('__'))})")
+        variables = sorted(k for k in contents if not k.startswith("__"))
+        raise DataFormatError(path, f"no 'Problem' struct (variables: {variables})")
     problem = contents["Problem"]
     matrix = _field(problem, "A", path)
     if not scipy.sparse.issparse(matrix) or matrix.shape[0] != matrix.shape[1]:
-        raise DataFormatError(path, f"Problem.A must be a square sparse matrix, got "
-                                    f"{type(matrix).__name__} {getattr(matrix, 'shape', None)}")
+        raise DataFormatError(
+            path,
+            f"Problem.A must be a square sparse matrix, got "
+            f"{type(matrix).__name__} {getattr(matrix, 'shape', None)}",
+        )
     coo = matrix.tocoo()
     node_data = {}
     meta: dict[str, Any] = {"format": "SuiteSparse .mat", "files": [str(path)]}
@@ -63,22 +69,31 @@ def read_mat_graph(path: str | Path, *, clean: CleanOptions = CleanOptions()) ->
         if aux.dtype.names and "coord" in aux.dtype.names:
             coord = np.asarray(_field(aux, "coord", path), dtype=np.float64)
             if coord.shape[0] != matrix.shape[0]:
-                raise DataFormatError(path, f"aux.coord has {coord.shape[0]} rows for {matrix.shape[0]} nodes")
+                raise DataFormatError(
+                    path, f"aux.coord has {coord.shape[0]} rows for {matrix.shape[0]} nodes"
+                )
             node_data["pos"] = torch.from_numpy(np.ascontiguousarray(coord))
-    graph = Graph(torch.from_numpy(coo.row.astype(np.int64)), torch.from_numpy(coo.col.astype(np.int64)),
-                  matrix.shape[0], node_data=node_data)
+    graph = Graph(
+        torch.from_numpy(coo.row.astype(np.int64)),
+        torch.from_numpy(coo.col.astype(np.int64)),
+        matrix.shape[0],
+        node_data=node_data,
+    )
     graph, meta["drops"] = clean_graph(graph, clean)
     return graph, meta
 
 
-def read_mtx_with_coordinates(path: str | Path, coordinates: str | Path | None, *,
-                              clean: CleanOptions = CleanOptions()) -> tuple[Graph, dict[str, Any]]:
+def read_mtx_with_coordinates(
+    path: str | Path, coordinates: str | Path | None, *, clean: CleanOptions = CleanOptions()
+) -> tuple[Graph, dict[str, Any]]:
     """A MatrixMarket graph plus, when given, its coordinate array as node_data["pos"]."""
     graph, meta = read_matrix_market(path, clean=clean)
     if coordinates is not None:
         coord = read_matrix_market_array(coordinates)
         if coord.shape[0] != graph.num_nodes:
-            raise DataFormatError(coordinates, f"{coord.shape[0]} coordinate rows for {graph.num_nodes} nodes")
+            raise DataFormatError(
+                coordinates, f"{coord.shape[0]} coordinate rows for {graph.num_nodes} nodes"
+            )
         graph = graph.with_node_data(pos=torch.from_numpy(coord))
         meta["files"].append(str(coordinates))
     return graph, meta

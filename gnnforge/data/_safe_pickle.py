@@ -69,9 +69,11 @@ class _RestrictedUnpickler(pickle.Unpickler):
             return self._table[(module, name)]
         except KeyError:
             raise UnsafePickleError(
-                self._path, f"pickle references the global {module}.{name}, which is not "
+                self._path,
+                f"pickle references the global {module}.{name}, which is not "
                 "allowed in a dataset file (only numpy arrays, scipy csr_matrix and "
-                "collections.defaultdict of lists are); refusing to load it") from None
+                "collections.defaultdict of lists are); refusing to load it",
+            ) from None
 
     def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickleError(self._path, f"pickle uses a persistent id ({pid!r}); refusing")
@@ -88,9 +90,18 @@ def safe_loads(data: bytes, path: str | Path = "<bytes>") -> Any:
         return _RestrictedUnpickler(io.BytesIO(data), str(path)).load()
     except UnsafePickleError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-            IndexError, KeyError) as error:
-        raise DataFormatError(path, f"not a valid pickle ({type(error).__name__}: {error})") from error
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+    ) as error:
+        raise DataFormatError(
+            path, f"not a valid pickle ({type(error).__name__}: {error})"
+        ) from error
 
 
 def safe_load(path: str | Path) -> Any:

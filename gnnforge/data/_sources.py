@@ -66,6 +66,7 @@ def _single(reader: Callable[..., tuple[Graph, dict[str, Any]]]) -> Build:
     def build(clean: CleanOptions, **options):
         graph, meta = reader(clean=clean, **options)
         return [graph], meta
+
     return build
 
 
@@ -79,32 +80,54 @@ def _generator(make: Callable[..., Graph | list[Graph]], what: str) -> Build:
             cleaned.append(graph)
             totals = {k: totals.get(k, 0) + v for k, v in drops.items()}
         return cleaned, {"format": f"generator ({what})", "files": [], "drops": totals}
+
     return build
 
 
 def builtin_sources() -> list[DatasetSource]:
     """Seeded synthetic datasets; each option can be overridden in `load_dataset`."""
     return [
-        DatasetSource("rmat", "R-MAT power-law graph (Chakrabarti et al.), hubs at low ids",
-                      _generator(_generators.rmat, "rmat"),
-                      options={"scale": 14, "num_edges": 262_144, "seed": 0}, builtin=True,
-                      fmt="generator"),
-        DatasetSource("grid", "2D 4-neighbour grid, road-like and low bandwidth",
-                      _generator(_generators.grid_2d, "grid_2d"),
-                      options={"rows": 256, "cols": 256, "shuffle": False, "seed": 0},
-                      builtin=True, fmt="generator"),
-        DatasetSource("sbm", "stochastic block model, 8 communities",
-                      _generator(_generators.stochastic_block_model, "stochastic_block_model"),
-                      options={"block_sizes": [1000] * 8, "p_in": 0.01, "p_out": 0.0005, "seed": 0},
-                      builtin=True, fmt="generator"),
-        DatasetSource("uniform", "uniform random directed multigraph (Erdos-Renyi-like)",
-                      _generator(_generators.uniform_random, "uniform_random"),
-                      options={"num_nodes": 16_384, "num_edges": 131_072, "seed": 0},
-                      builtin=True, fmt="generator"),
-        DatasetSource("molecule-like", "small molecule-like graphs (tree + ring bonds)",
-                      _generator(_generators.random_molecule_like, "random_molecule_like"),
-                      options={"num_graphs": 2000, "mean_atoms": 23.0, "seed": 0},
-                      builtin=True, fmt="generator", collection=True),
+        DatasetSource(
+            "rmat",
+            "R-MAT power-law graph (Chakrabarti et al.), hubs at low ids",
+            _generator(_generators.rmat, "rmat"),
+            options={"scale": 14, "num_edges": 262_144, "seed": 0},
+            builtin=True,
+            fmt="generator",
+        ),
+        DatasetSource(
+            "grid",
+            "2D 4-neighbour grid, road-like and low bandwidth",
+            _generator(_generators.grid_2d, "grid_2d"),
+            options={"rows": 256, "cols": 256, "shuffle": False, "seed": 0},
+            builtin=True,
+            fmt="generator",
+        ),
+        DatasetSource(
+            "sbm",
+            "stochastic block model, 8 communities",
+            _generator(_generators.stochastic_block_model, "stochastic_block_model"),
+            options={"block_sizes": [1000] * 8, "p_in": 0.01, "p_out": 0.0005, "seed": 0},
+            builtin=True,
+            fmt="generator",
+        ),
+        DatasetSource(
+            "uniform",
+            "uniform random directed multigraph (Erdos-Renyi-like)",
+            _generator(_generators.uniform_random, "uniform_random"),
+            options={"num_nodes": 16_384, "num_edges": 131_072, "seed": 0},
+            builtin=True,
+            fmt="generator",
+        ),
+        DatasetSource(
+            "molecule-like",
+            "small molecule-like graphs (tree + ring bonds)",
+            _generator(_generators.random_molecule_like, "random_molecule_like"),
+            options={"num_graphs": 2000, "mean_atoms": 23.0, "seed": 0},
+            builtin=True,
+            fmt="generator",
+            collection=True,
+        ),
     ]
 
 
@@ -156,15 +179,25 @@ def _looks_like_edge_list(head: bytes) -> bool:
 def _planetoid_rule(path: Path) -> DatasetSource | None:
     if not (path.name.startswith("ind.") and path.name.endswith(".graph")):
         return None
-    name = path.name[len("ind."):-len(".graph")]
-    files = tuple(path.parent / f"ind.{name}.{part}" for part in PLANETOID_PARTS
-                  if (path.parent / f"ind.{name}.{part}").exists())
+    name = path.name[len("ind.") : -len(".graph")]
+    files = tuple(
+        path.parent / f"ind.{name}.{part}"
+        for part in PLANETOID_PARTS
+        if (path.parent / f"ind.{name}.{part}").exists()
+    )
 
     def build(clean, features="dense"):
         graph, meta = read_planetoid(path.parent, name, clean=clean, features=features)
         return [graph], meta
-    return DatasetSource(name, f"Planetoid citation graph '{name}'", build, files,
-                         {"features": "dense"}, fmt="planetoid")
+
+    return DatasetSource(
+        name,
+        f"Planetoid citation graph '{name}'",
+        build,
+        files,
+        {"features": "dense"},
+        fmt="planetoid",
+    )
 
 
 def _tu_rule(path: Path) -> DatasetSource | None:
@@ -176,8 +209,16 @@ def _tu_rule(path: Path) -> DatasetSource | None:
 
     def build(clean, progress=None):
         return read_tu_zip(path, clean=clean, progress=progress)
-    return DatasetSource(name.lower(), f"TU Dortmund graph classification '{name}'", build,
-                         (path,), {"progress": None}, fmt="tu", collection=True)
+
+    return DatasetSource(
+        name.lower(),
+        f"TU Dortmund graph classification '{name}'",
+        build,
+        (path,),
+        {"progress": None},
+        fmt="tu",
+        collection=True,
+    )
 
 
 def _npz_rule(path: Path) -> DatasetSource | None:
@@ -217,16 +258,22 @@ def _mtx_or_ligra_rule(path: Path) -> DatasetSource | None:
         build = _single(lambda clean: read_ligra(path, clean=clean))
         return DatasetSource(_stem(path), "Ligra adjacency graph", build, (path,), fmt="ligra")
     if head.startswith(b"%%MatrixMarket matrix coordinate"):
-        coord = _sibling(path, name.removesuffix(".mtx") + "_coord.mtx",
-                         name.removesuffix(".mtx") + "_coord.mtx.gz")
+        coord = _sibling(
+            path,
+            name.removesuffix(".mtx") + "_coord.mtx",
+            name.removesuffix(".mtx") + "_coord.mtx.gz",
+        )
         build = _single(lambda clean: read_mtx_with_coordinates(path, coord, clean=clean))
         files = (path,) + ((coord,) if coord else ())
         text = "MatrixMarket graph" + (" + coordinates" if coord else "")
         return DatasetSource(_stem(path), text, build, files, fmt="mtx")
     if _looks_like_edge_list(head):
-        build = _single(lambda clean, relabel=False: read_edge_list(path, clean=clean, relabel=relabel))
-        return DatasetSource(_stem(path), "edge list", build, (path,), {"relabel": False},
-                             fmt="edges")
+        build = _single(
+            lambda clean, relabel=False: read_edge_list(path, clean=clean, relabel=relabel)
+        )
+        return DatasetSource(
+            _stem(path), "edge list", build, (path,), {"relabel": False}, fmt="edges"
+        )
     return None
 
 
@@ -234,17 +281,19 @@ def _musae_rule(path: Path) -> DatasetSource | None:
     name = path.name.removesuffix(".gz")
     if not name.endswith("_edges.csv"):
         return None
-    prefix = name[:-len("_edges.csv")]
+    prefix = name[: -len("_edges.csv")]
     target = _sibling(path, f"{prefix}_target.csv", f"{prefix}_target.csv.gz")
     features_path = _sibling(path, f"{prefix}.json", f"{prefix}.json.gz")
 
     def build(clean, features="ids"):
         graph, meta = read_musae(path, target, features_path, clean=clean, features=features)
         return [graph], meta
+
     files = tuple(p for p in (path, target, features_path) if p is not None)
     options = {"features": "ids"} if features_path else {}
-    return DatasetSource(f"musae-{prefix.lower()}", "MUSAE social graph", build, files,
-                         options, fmt="musae")
+    return DatasetSource(
+        f"musae-{prefix.lower()}", "MUSAE social graph", build, files, options, fmt="musae"
+    )
 
 
 def _graph_json_rule(path: Path) -> DatasetSource | None:
@@ -254,13 +303,26 @@ def _graph_json_rule(path: Path) -> DatasetSource | None:
 
     def build(clean, progress=None):
         return read_graph_json(path, target, clean=clean, progress=progress)
+
     files = (path,) + ((target,) if target else ())
-    return DatasetSource(path.parent.name.lower(), "graph collection (karateclub JSON)", build,
-                         files, {"progress": None}, fmt="graph-json", collection=True)
+    return DatasetSource(
+        path.parent.name.lower(),
+        "graph collection (karateclub JSON)",
+        build,
+        files,
+        {"progress": None},
+        fmt="graph-json",
+        collection=True,
+    )
 
 
 #: Tried in order on every file under a root; the first match claims it.
 DISCOVERY_RULES: list[Callable[[Path], DatasetSource | None]] = [
-    _planetoid_rule, _tu_rule, _npz_rule, _mat_rule, _musae_rule, _graph_json_rule,
+    _planetoid_rule,
+    _tu_rule,
+    _npz_rule,
+    _mat_rule,
+    _musae_rule,
+    _graph_json_rule,
     _mtx_or_ligra_rule,
 ]

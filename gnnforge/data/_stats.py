@@ -24,9 +24,15 @@ def degree_summary(degrees: np.ndarray) -> dict[str, float]:
         return {k: 0.0 for k in ("min", "mean", "median", "max", "std", "skew")}
     values = degrees.astype(np.float64)
     mean, std = values.mean(), values.std()
-    skew = float(((values - mean) ** 3).mean() / std ** 3) if std > 0 else 0.0
-    return {"min": float(values.min()), "mean": float(mean), "median": float(np.median(values)),
-            "max": float(values.max()), "std": float(std), "skew": skew}
+    skew = float(((values - mean) ** 3).mean() / std**3) if std > 0 else 0.0
+    return {
+        "min": float(values.min()),
+        "mean": float(mean),
+        "median": float(np.median(values)),
+        "max": float(values.max()),
+        "std": float(std),
+        "skew": skew,
+    }
 
 
 def _edge_stats(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> dict[str, Any]:
@@ -44,15 +50,20 @@ def _edge_stats(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> dict[str, A
     touched = np.zeros(num_nodes, dtype=bool)
     touched[src] = True
     touched[dst] = True
-    pairs = sorted_unique(np.minimum(src[other], dst[other]) * max(num_nodes, 1)
-                      + np.maximum(src[other], dst[other]))
+    pairs = sorted_unique(
+        np.minimum(src[other], dst[other]) * max(num_nodes, 1) + np.maximum(src[other], dst[other])
+    )
     return {
-        "num_nodes": int(num_nodes), "num_edges": int(src.size),
-        "self_loops": int(loops.sum()), "duplicate_edges": int(src.size - keys.size),
-        "undirected_edges": int(pairs.size), "reciprocity": reciprocity,
+        "num_nodes": int(num_nodes),
+        "num_edges": int(src.size),
+        "self_loops": int(loops.sum()),
+        "duplicate_edges": int(src.size - keys.size),
+        "undirected_edges": int(pairs.size),
+        "reciprocity": reciprocity,
         "isolated_nodes": int(num_nodes - touched.sum()),
         "bandwidth": int(np.abs(src - dst).max()) if src.size else 0,
-        "in_degree": degree_summary(in_degree), "out_degree": degree_summary(out_degree),
+        "in_degree": degree_summary(in_degree),
+        "out_degree": degree_summary(out_degree),
     }
 
 
@@ -77,8 +88,11 @@ def collection_stats(graphs: Sequence[Graph] | GraphBatch) -> dict[str, Any]:
     nodes = np.diff(batch.graph_ptr.cpu().numpy())
     edges = np.diff(batch.edge_ptr.cpu().numpy())
     stats = graph_stats(batch)
-    stats.update({
-        "num_graphs": int(nodes.size),
-        "nodes_per_graph": degree_summary(nodes), "edges_per_graph": degree_summary(edges),
-    })
+    stats.update(
+        {
+            "num_graphs": int(nodes.size),
+            "nodes_per_graph": degree_summary(nodes),
+            "edges_per_graph": degree_summary(edges),
+        }
+    )
     return stats

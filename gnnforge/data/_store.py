@@ -88,7 +88,8 @@ def cache_path(name: str, sources: Sequence[str | Path], options: dict[str, Any]
     return cache_dir() / f"{name}-{cache_key(sources, options)}.npz"
 
 
-def cached_meta(name: str, sources: Sequence[str | Path], options: dict[str, Any]) -> dict[str, Any] | None:
+def cached_meta(name: str, sources: Sequence[str | Path],
+                options: dict[str, Any]) -> dict[str, Any] | None:
     """The cached meta of `name` when it is in the cache, else None (nothing is built)."""
     path = cache_path(name, sources, options)
     return load_meta(path) if path.exists() else None

@@ -46,7 +46,7 @@ def _drop_comments(text: bytes, comments: bytes) -> bytes:
     whole buffer (100+ ms on 11 MB) runs only when a comment byte occurs further down."""
     if not comments:
         return text
-    marks = [comments[i:i + 1] for i in range(len(comments))]
+    marks = [comments[i : i + 1] for i in range(len(comments))]
     start = 0
     while start < len(text):
         line_end = text.find(b"\n", start)
@@ -65,9 +65,16 @@ def _count_lines(text: bytes) -> int:
     return text.count(b"\n") + (1 if text and not text.endswith(b"\n") else 0)
 
 
-def parse_table(data: bytes, path: str | Path, columns: int, *, dtype: type = np.int64,
-                comments: bytes = b"#%", delimiter: bytes | None = None,
-                first_line: int = 1) -> np.ndarray:
+def parse_table(
+    data: bytes,
+    path: str | Path,
+    columns: int,
+    *,
+    dtype: type = np.int64,
+    comments: bytes = b"#%",
+    delimiter: bytes | None = None,
+    first_line: int = 1,
+) -> np.ndarray:
     """Parse rows of exactly `columns` numbers; lines starting with a `comments` byte skip.
 
     Args:
@@ -95,25 +102,42 @@ def parse_table(data: bytes, path: str | Path, columns: int, *, dtype: type = np
         values = None
     if values is not None and values.size == columns * _count_lines(text):
         return values.reshape(-1, columns)
-    return parse_table_ref(data, path, columns, dtype=dtype, comments=comments,
-                           delimiter=delimiter, first_line=first_line)
+    return parse_table_ref(
+        data,
+        path,
+        columns,
+        dtype=dtype,
+        comments=comments,
+        delimiter=delimiter,
+        first_line=first_line,
+    )
 
 
-def parse_table_ref(data: bytes, path: str | Path, columns: int, *, dtype: type = np.int64,
-                    comments: bytes = b"#%", delimiter: bytes | None = None,
-                    first_line: int = 1) -> np.ndarray:
+def parse_table_ref(
+    data: bytes,
+    path: str | Path,
+    columns: int,
+    *,
+    dtype: type = np.int64,
+    comments: bytes = b"#%",
+    delimiter: bytes | None = None,
+    first_line: int = 1,
+) -> np.ndarray:
     """Line-by-line reference of `parse_table` (same arguments, same result, slower)."""
     convert = int if np.issubdtype(dtype, np.integer) else float
     kind = "integers" if convert is int else "numbers"
     rows = []
     for number, line in enumerate(data.split(b"\n"), start=first_line):
         stripped = line.strip()
-        if not stripped or (comments and stripped[:1] in [comments[i:i + 1] for i in range(len(comments))]):
+        if not stripped or (
+            comments and stripped[:1] in [comments[i : i + 1] for i in range(len(comments))]
+        ):
             continue
         parts = (stripped.replace(delimiter, b" ") if delimiter else stripped).split()
         if len(parts) != columns:
-            raise DataFormatError(path, f"expected {columns} values per line, got {len(parts)}: "
-                                        f"{_show(line)}", number)
+            raise DataFormatError(
+                path, f"expected {columns} values per line, got {len(parts)}: {_show(line)}", number
+            )
         try:
             rows.append([convert(part) for part in parts])
         except ValueError:
@@ -121,8 +145,9 @@ def parse_table_ref(data: bytes, path: str | Path, columns: int, *, dtype: type 
     return np.array(rows, dtype=dtype).reshape(-1, columns)
 
 
-def parse_flat(data: bytes, path: str | Path, *, dtype: type = np.int64,
-               first_line: int = 1) -> np.ndarray:
+def parse_flat(
+    data: bytes, path: str | Path, *, dtype: type = np.int64, first_line: int = 1
+) -> np.ndarray:
     """All whitespace-separated numbers in `data` as one 1-D array (no comments).
 
     Raises:
@@ -141,7 +166,9 @@ def parse_flat(data: bytes, path: str | Path, *, dtype: type = np.int64,
             try:
                 convert(token)
             except ValueError:
-                raise DataFormatError(path, f"expected a number, got {_show(token)}", number) from None
+                raise DataFormatError(
+                    path, f"expected a number, got {_show(token)}", number
+                ) from None
     raise DataFormatError(path, "could not parse the numbers in this file")  # pragma: no cover
 
 
@@ -155,7 +182,9 @@ def line_of_row(data: bytes, row: int, first_line: int = 1, comments: bytes = b"
     seen = -1
     for number, line in enumerate(data.split(b"\n"), start=first_line):
         stripped = line.strip()
-        if not stripped or (comments and stripped[:1] in [comments[i:i + 1] for i in range(len(comments))]):
+        if not stripped or (
+            comments and stripped[:1] in [comments[i : i + 1] for i in range(len(comments))]
+        ):
             continue
         seen += 1
         if seen == row:

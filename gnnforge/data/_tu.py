@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._collection import split_union
 from gnnforge.data._errors import DataFormatError
@@ -38,7 +39,7 @@ def tu_name(path: str | Path) -> str | None:
         with zipfile.ZipFile(path) as archive:
             for member in archive.namelist():
                 if member.endswith("_A.txt"):
-                    return member.rsplit("/", 1)[-1][:-len("_A.txt")]
+                    return member.rsplit("/", 1)[-1][: -len("_A.txt")]
     except (zipfile.BadZipFile, OSError):
         return None
     return None
@@ -55,8 +56,9 @@ def _member_table(archive, members, prefix, part, path, dtype=np.int64):
     return parse_table(data, where, columns, dtype=dtype, comments=b"", delimiter=b","), where, data
 
 
-def read_tu_zip(path: str | Path, *, clean: CleanOptions = CleanOptions(),
-                progress: bool | None = None) -> tuple[list[Graph], dict[str, Any]]:
+def read_tu_zip(
+    path: str | Path, *, clean: CleanOptions = CleanOptions(), progress: bool | None = None
+) -> tuple[list[Graph], dict[str, Any]]:
     """Read a TU Dortmund zip into a list of graphs (see the module docstring).
 
     Raises:
@@ -76,7 +78,7 @@ def read_tu_zip(path: str | Path, *, clean: CleanOptions = CleanOptions(),
         for member in archive.namelist():
             base = member.rsplit("/", 1)[-1]
             if base.startswith(name + "_") and base.endswith(".txt"):
-                members[base[len(name) + 1:-4]] = member
+                members[base[len(name) + 1 : -4]] = member
         for part in ("A", "graph_indicator", "graph_labels"):
             if part not in members:
                 raise DataFormatError(path, f"missing member {name}_{part}.txt")
@@ -84,7 +86,8 @@ def read_tu_zip(path: str | Path, *, clean: CleanOptions = CleanOptions(),
         edges, edges_where, edges_data = _member_table(archive, members, name, "A", path)
         steps.update()
         indicator, indicator_where, indicator_data = _member_table(
-            archive, members, name, "graph_indicator", path)
+            archive, members, name, "graph_indicator", path
+        )
         labels, labels_where, _ = _member_table(archive, members, name, "graph_labels", path)
         steps.update(2)
         extras = {}
@@ -100,28 +103,47 @@ def read_tu_zip(path: str | Path, *, clean: CleanOptions = CleanOptions(),
     graph_ptr = _graph_ptr(graph_of, indicator_where, indicator_data)
     num_graphs = graph_ptr.size - 1
     if labels.shape[0] != num_graphs:
-        raise DataFormatError(labels_where, f"{labels.shape[0]} graph labels for {num_graphs} graphs")
+        raise DataFormatError(
+            labels_where, f"{labels.shape[0]} graph labels for {num_graphs} graphs"
+        )
     src, dst = edges[:, 0] - 1, edges[:, 1] - 1
     bad = (src < 0) | (src >= num_nodes) | (dst < 0) | (dst >= num_nodes)
     if bad.any():
         row = int(np.nonzero(bad)[0][0])
-        raise DataFormatError(edges_where, f"node id {edges[row].tolist()} outside 1..{num_nodes}",
-                              line_of_row(edges_data, row, comments=b""))
+        raise DataFormatError(
+            edges_where,
+            f"node id {edges[row].tolist()} outside 1..{num_nodes}",
+            line_of_row(edges_data, row, comments=b""),
+        )
     crossing = graph_of[src] != graph_of[dst]
     if crossing.any():
         row = int(np.nonzero(crossing)[0][0])
-        raise DataFormatError(edges_where, f"edge {edges[row].tolist()} joins graphs "
-                                           f"{graph_of[src[row]]} and {graph_of[dst[row]]}",
-                              line_of_row(edges_data, row, comments=b""))
+        raise DataFormatError(
+            edges_where,
+            f"edge {edges[row].tolist()} joins graphs "
+            f"{graph_of[src[row]]} and {graph_of[dst[row]]}",
+            line_of_row(edges_data, row, comments=b""),
+        )
     node_data, edge_data = _extras(extras, num_nodes, src.size)
-    union = Graph(torch.from_numpy(src), torch.from_numpy(dst), num_nodes,
-                  node_data=node_data, edge_data=edge_data)
+    union = Graph(
+        torch.from_numpy(src),
+        torch.from_numpy(dst),
+        num_nodes,
+        node_data=node_data,
+        edge_data=edge_data,
+    )
     union, drops = clean_graph(union, clean)
     label_values, classes = np.unique(labels[:, 0], return_inverse=True)
     graphs = split_union(union, graph_ptr, {"y": torch.from_numpy(classes.astype(np.int64))})
-    meta = {"format": "TU Dortmund zip", "files": [str(path)], "name": name,
-            "label_values": label_values.tolist(), "num_classes": int(label_values.size),
-            "members": sorted(members), "drops": drops}
+    meta = {
+        "format": "TU Dortmund zip",
+        "files": [str(path)],
+        "name": name,
+        "label_values": label_values.tolist(),
+        "num_classes": int(label_values.size),
+        "members": sorted(members),
+        "drops": drops,
+    }
     return graphs, meta
 
 
@@ -131,18 +153,22 @@ def _graph_ptr(graph_of: np.ndarray, where: str, data: bytes) -> np.ndarray:
     steps = np.diff(graph_of)
     if graph_of[0] != 1 or (steps < 0).any() or (steps > 1).any():
         row = 0 if graph_of[0] != 1 else int(np.nonzero((steps < 0) | (steps > 1))[0][0]) + 1
-        raise DataFormatError(where, f"graph ids must start at 1 and rise by 0 or 1 from line "
-                                     f"to line, got {graph_of[row]}",
-                              line_of_row(data, row, comments=b""))
+        raise DataFormatError(
+            where,
+            f"graph ids must start at 1 and rise by 0 or 1 from line to line, got {graph_of[row]}",
+            line_of_row(data, row, comments=b""),
+        )
     counts = np.bincount(graph_of - 1)
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
 def _extras(extras, num_nodes, num_edges):
     node_data, edge_data = {}, {}
-    for part, key, length, target in (("node_labels", "node_label", num_nodes, node_data),
-                                      ("node_attributes", "x", num_nodes, node_data),
-                                      ("edge_labels", "edge_label", num_edges, edge_data)):
+    for part, key, length, target in (
+        ("node_labels", "node_label", num_nodes, node_data),
+        ("node_attributes", "x", num_nodes, node_data),
+        ("edge_labels", "edge_label", num_edges, edge_data),
+    ):
         if extras[part] is None:
             continue
         table, where, _ = extras[part]

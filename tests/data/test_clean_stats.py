@@ -26,8 +26,12 @@ def _clean_ref(edges, options):
 
 
 @settings(max_examples=60, deadline=None)
-@given(graph=small_graphs(with_data=True), symmetrize=st.booleans(), dedup=st.booleans(),
-       loops=st.sampled_from(["keep", "remove"]))
+@given(
+    graph=small_graphs(with_data=True),
+    symmetrize=st.booleans(),
+    dedup=st.booleans(),
+    loops=st.sampled_from(["keep", "remove"]),
+)
 def test_clean_matches_reference(graph, symmetrize, dedup, loops):
     options = CleanOptions(symmetrize, dedup, loops)
     edges = list(zip(graph.src.tolist(), graph.dst.tolist(), graph.edge_data["w"].tolist()))
@@ -35,9 +39,16 @@ def test_clean_matches_reference(graph, symmetrize, dedup, loops):
     cleaned, report = clean_graph(graph, options)
     got = list(zip(cleaned.src.tolist(), cleaned.dst.tolist(), cleaned.edge_data["w"].tolist()))
     assert sorted(got) == sorted(expected)
-    assert report["edges_out"] == len(expected) == (
-        report["edges_in"] - report["self_loops_removed"] + report["reverse_edges_added"]
-        - report["duplicates_removed"])
+    assert (
+        report["edges_out"]
+        == len(expected)
+        == (
+            report["edges_in"]
+            - report["self_loops_removed"]
+            + report["reverse_edges_added"]
+            - report["duplicates_removed"]
+        )
+    )
     assert cleaned.num_nodes == graph.num_nodes
 
 
@@ -53,7 +64,7 @@ def _summary_ref(values):
     if values.size == 0:
         return None
     std = values.std()
-    skew = ((values - values.mean()) ** 3).mean() / std ** 3 if std > 0 else 0.0
+    skew = ((values - values.mean()) ** 3).mean() / std**3 if std > 0 else 0.0
     return values.min(), values.mean(), np.median(values), values.max(), std, skew
 
 
@@ -75,12 +86,16 @@ def test_graph_stats_match_networkx(graph):
     assert stats["undirected_edges"] == undirected.number_of_edges()
     assert stats["bandwidth"] == max((abs(u - v) for u, v in edges), default=0)
     non_loop = [(u, v) for u, v in edges if u != v]
-    expected_rec = (sum(simple.has_edge(v, u) for u, v in non_loop) / len(non_loop)) if non_loop else 0.0
+    expected_rec = (
+        (sum(simple.has_edge(v, u) for u, v in non_loop) / len(non_loop)) if non_loop else 0.0
+    )
     assert stats["reciprocity"] == pytest.approx(expected_rec)
     reference = _summary_ref([multi.in_degree(v) for v in range(graph.num_nodes)])
     if reference is not None:
         got = stats["in_degree"]
-        assert [got[k] for k in ("min", "mean", "median", "max", "std", "skew")] == pytest.approx(reference)
+        assert [got[k] for k in ("min", "mean", "median", "max", "std", "skew")] == pytest.approx(
+            reference
+        )
 
 
 @settings(max_examples=30, deadline=None)
@@ -97,6 +112,7 @@ def test_collection_stats(graphs):
 
 def test_known_answer_cit_hepth_stats(datasets_dir):
     from gnnforge.data import CleanOptions, read_ligra
+
     graph, _ = read_ligra(datasets_dir / "snap_cit_hepth_ligra" / "cit-HepTh.txt.gz")
     stats = graph_stats(graph)
     assert stats["undirected_edges"] == 352285 and stats["self_loops"] == 39

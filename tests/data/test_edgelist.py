@@ -16,9 +16,13 @@ def _write(tmp_path, name, text, compress=False):
 
 @pytest.mark.parametrize("compress", [False, True])
 def test_snap_comments_and_declared_nodes(tmp_path, compress):
-    path = _write(tmp_path, "g.txt.gz" if compress else "g.txt",
-                  "# Directed graph\r\n# Nodes: 6 Edges: 3\r\n# FromNodeId\tToNodeId\r\n"
-                  "0\t1\r\n1\t2\r\n4\t4\r\n", compress)
+    path = _write(
+        tmp_path,
+        "g.txt.gz" if compress else "g.txt",
+        "# Directed graph\r\n# Nodes: 6 Edges: 3\r\n# FromNodeId\tToNodeId\r\n"
+        "0\t1\r\n1\t2\r\n4\t4\r\n",
+        compress,
+    )
     graph, meta = read_edge_list(path)
     assert graph.num_nodes == 6  # declared, larger than max id + 1
     assert graph.src.tolist() == [0, 1, 4] and graph.dst.tolist() == [1, 2, 4]
@@ -45,18 +49,27 @@ def test_weights_and_relabel(tmp_path):
 
 def test_cleaning_counts(tmp_path):
     path = _write(tmp_path, "c.txt", "0 1\n1 0\n0 1\n2 2\n1 2\n")
-    graph, meta = read_edge_list(path, clean=CleanOptions(symmetrize=True, dedup=True,
-                                                          self_loops="remove"))
-    assert meta["drops"] == {"edges_in": 5, "self_loops_removed": 1, "reverse_edges_added": 4,
-                             "duplicates_removed": 4, "edges_out": 4}
+    graph, meta = read_edge_list(
+        path, clean=CleanOptions(symmetrize=True, dedup=True, self_loops="remove")
+    )
+    assert meta["drops"] == {
+        "edges_in": 5,
+        "self_loops_removed": 1,
+        "reverse_edges_added": 4,
+        "duplicates_removed": 4,
+        "edges_out": 4,
+    }
     assert sorted(zip(graph.src.tolist(), graph.dst.tolist())) == [(0, 1), (1, 0), (1, 2), (2, 1)]
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("0 1\n1 x\n", 2, "expected integers"),
-    ("# c\n0 1\n2 3 4 5\n", 3, "expected 2 values"),
-    ("0 1\n-1 2\n", 2, "negative node id"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("0 1\n1 x\n", 2, "expected integers"),
+        ("# c\n0 1\n2 3 4 5\n", 3, "expected 2 values"),
+        ("0 1\n-1 2\n", 2, "negative node id"),
+    ],
+)
 def test_malformed_names_file_and_line(tmp_path, text, line, message):
     path = _write(tmp_path, "bad.txt", text)
     with pytest.raises(DataFormatError, match=rf"bad\.txt:{line}: .*{message}"):

@@ -16,8 +16,10 @@ def _gz(path, text):
 
 def test_musae_small(tmp_path):
     edges = _gz(tmp_path / "toy_edges.csv.gz", "id_1,id_2\n0,1\n1,2\n3,3\n")
-    target = _gz(tmp_path / "toy_target.csv.gz",
-                 'id,name,page_type\n0,"a, b",tvshow\n1,c,company\n2,d,tvshow\n3,e,company\n')
+    target = _gz(
+        tmp_path / "toy_target.csv.gz",
+        'id,name,page_type\n0,"a, b",tvshow\n1,c,company\n2,d,tvshow\n3,e,company\n',
+    )
     features = _gz(tmp_path / "toy.json.gz", json.dumps({"0": [2, 0], "1": [], "3": [1]}))
     graph, meta = read_musae(edges, target, features)
     assert graph.num_nodes == 4 and graph.num_edges == 3
@@ -26,8 +28,9 @@ def test_musae_small(tmp_path):
     assert graph.node_data["feature_ids"].tolist() == [[2, 0], [-1, -1], [-1, -1], [1, -1]]
     assert meta["nodes_without_features"] == 2
     dense, _ = read_musae(edges, target, features, features="dense")
-    np.testing.assert_array_equal(dense.node_data["x"].numpy(),
-                                  [[1, 0, 1], [0, 0, 0], [0, 0, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(
+        dense.node_data["x"].numpy(), [[1, 0, 1], [0, 0, 0], [0, 0, 0], [0, 1, 0]]
+    )
 
 
 def test_musae_target_must_cover_ids(tmp_path):
@@ -65,8 +68,11 @@ def test_mat_small(tmp_path):
 
 def test_real_musae(datasets_dir):
     folder = datasets_dir / "musae_facebook"
-    graph, meta = read_musae(folder / "facebook_edges.csv.gz", folder / "facebook_target.csv.gz",
-                             folder / "facebook.json.gz")
+    graph, meta = read_musae(
+        folder / "facebook_edges.csv.gz",
+        folder / "facebook_target.csv.gz",
+        folder / "facebook.json.gz",
+    )
     assert (graph.num_nodes, graph.num_edges, graph.num_self_loops()) == (22470, 171002, 179)
     assert meta["num_classes"] == 4 and meta["feature_dim"] == 4714
     assert abs(meta["feature_nnz"] / 22470 - 14.0) < 0.05
@@ -77,8 +83,11 @@ def test_real_musae(datasets_dir):
 
 
 def test_real_reddit10k(datasets_dir):
-    graphs, meta = read_graph_json(datasets_dir / "reddit10k" / "graphs.json.gz",
-                                   datasets_dir / "reddit10k" / "target.csv", progress=False)
+    graphs, meta = read_graph_json(
+        datasets_dir / "reddit10k" / "graphs.json.gz",
+        datasets_dir / "reddit10k" / "target.csv",
+        progress=False,
+    )
     assert len(graphs) == 10000 and sum(g.num_edges for g in graphs) == 247549
     assert max(g.num_nodes for g in graphs) == 97 and meta["num_classes"] == 2
 

@@ -14,9 +14,15 @@ def _write_planetoid(folder, with_allx=True, gap=False):
     feats = scipy.sparse.csr_matrix(rng.integers(0, 2, (8, 4)).astype(np.float32))
     onehot = np.eye(3, dtype=np.int64)[rng.integers(0, 3, 8)]
     test_ids = [7, 5] if gap else [6, 5]
-    parts = {"x": feats[:2], "y": onehot[:2], "allx": feats[:5], "ally": onehot[:5],
-             "tx": feats[test_ids], "ty": onehot[test_ids],
-             "graph": collections.defaultdict(list, {0: [1, 5], 1: [0], 5: [0, 5], 2: [3], 3: [2]})}
+    parts = {
+        "x": feats[:2],
+        "y": onehot[:2],
+        "allx": feats[:5],
+        "ally": onehot[:5],
+        "tx": feats[test_ids],
+        "ty": onehot[test_ids],
+        "graph": collections.defaultdict(list, {0: [1, 5], 1: [0], 5: [0, 5], 2: [3], 3: [2]}),
+    }
     if not with_allx:
         del parts["allx"]
     for part, value in parts.items():
@@ -38,7 +44,8 @@ def test_toy_planetoid_matches_the_reference_processing(tmp_path):
     assert graph.node_data["val_mask"][2:5].all() and meta["split"]["val_mask"] == 5
     # graph[node] lists neighbours; each is an edge neighbour -> node, as stored
     assert sorted(zip(graph.src.tolist(), graph.dst.tolist())) == sorted(
-        [(1, 0), (5, 0), (0, 1), (0, 5), (5, 5), (3, 2), (2, 3)])
+        [(1, 0), (5, 0), (0, 1), (0, 5), (5, 5), (3, 2), (2, 3)]
+    )
 
 
 def test_gap_in_test_ids_is_zero_filled_and_flagged(tmp_path):
@@ -65,19 +72,26 @@ def test_missing_required_part(tmp_path):
         read_planetoid(tmp_path, "toy")
 
 
-@pytest.mark.parametrize("name, nodes, entries, loops, pyg_edges, no_features, dim", [
-    ("cora", 2708, 10858, 0, 10556, 0, 1433),
-    ("citeseer", 3327, 9464, 248, 9104, 15, 3703),
-    ("pubmed", 19717, 88676, 6, 88648, 18657, 500),
-])
+@pytest.mark.parametrize(
+    "name, nodes, entries, loops, pyg_edges, no_features, dim",
+    [
+        ("cora", 2708, 10858, 0, 10556, 0, 1433),
+        ("citeseer", 3327, 9464, 248, 9104, 15, 3703),
+        ("pubmed", 19717, 88676, 6, 88648, 18657, 500),
+    ],
+)
 def test_real_planetoid(datasets_dir, name, nodes, entries, loops, pyg_edges, no_features, dim):
     graph, meta = read_planetoid(datasets_dir / "planetoid", name, features="none")
     assert (graph.num_nodes, graph.num_edges, graph.num_self_loops()) == (nodes, entries, loops)
     assert meta["nodes_without_features"] == no_features and meta["feature_dim"] == dim
     assert int(graph.node_data["test_mask"].sum()) == 1000
     # PyG's Planetoid removes self-loops and duplicates
-    pyg_like, _ = read_planetoid(datasets_dir / "planetoid", name, features="none",
-                                 clean=CleanOptions(dedup=True, self_loops="remove"))
+    pyg_like, _ = read_planetoid(
+        datasets_dir / "planetoid",
+        name,
+        features="none",
+        clean=CleanOptions(dedup=True, self_loops="remove"),
+    )
     assert pyg_like.num_edges == pyg_edges
 
 

@@ -4,9 +4,8 @@ import zipfile
 import pytest
 
 from gnnforge.cli import main
-from gnnforge.data import Dataset, discover_datasets, list_datasets, load_dataset
+from gnnforge.data import Dataset, _registry, discover_datasets, list_datasets, load_dataset
 from gnnforge.data import _cli as cli_module
-from gnnforge.data import _registry
 
 
 @pytest.fixture()
@@ -18,8 +17,12 @@ def toy_root(tmp_path):
     (root / "snap" / "ligra.txt").write_text("AdjacencyGraph\n2\n1\n0\n1\n1\n")
     (root / "snap" / "smiles.txt").write_text("CCO\nc1ccccc1\n")  # not a graph file
     (root / "mm").mkdir()
-    (root / "mm" / "road.mtx").write_text("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n")
-    (root / "mm" / "road_coord.mtx").write_text("%%MatrixMarket matrix array real general\n3 2\n1\n2\n3\n4\n5\n6\n")
+    (root / "mm" / "road.mtx").write_text(
+        "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n"
+    )
+    (root / "mm" / "road_coord.mtx").write_text(
+        "%%MatrixMarket matrix array real general\n3 2\n1\n2\n3\n4\n5\n6\n"
+    )
     with zipfile.ZipFile(root / "TOY.zip", "w") as archive:
         archive.writestr("TOY/TOY_A.txt", "1, 2\n2, 1\n3, 3\n")
         archive.writestr("TOY/TOY_graph_indicator.txt", "1\n1\n2\n")
@@ -61,7 +64,13 @@ def test_unknown_names_and_options(toy_root):
 def test_builtins_take_generator_options():
     dataset = load_dataset("grid", rows=3, cols=4, use_cache=False)
     assert dataset.graph.num_nodes == 12 and dataset.meta["options"]["rows"] == 3
-    assert {s.name for s in list_datasets(None)} >= {"rmat", "grid", "sbm", "uniform", "molecule-like"}
+    assert {s.name for s in list_datasets(None)} >= {
+        "rmat",
+        "grid",
+        "sbm",
+        "uniform",
+        "molecule-like",
+    }
 
 
 def test_cli_lists_a_root_with_real_statistics(toy_root, capsys):
@@ -84,6 +93,7 @@ def test_cli_without_shared_folder(monkeypatch, capsys):
 
 def _small_builtins():
     from gnnforge.data._sources import builtin_sources
+
     return [s for s in builtin_sources() if s.name in ("grid", "molecule-like")]
 
 
@@ -97,9 +107,29 @@ def test_cli_detail_and_errors(toy_root, capsys):
 
 def test_shared_folder_is_discovered(datasets_dir):
     names = {s.name for s in list_datasets(datasets_dir)}
-    assert {"cora", "cora-npz", "citeseer", "pubmed", "soc-slashdot0902", "email-enron",
-            "soc-epinions1", "cit-hepth", "luxembourg_osm", "usroads-48", "rmat_s17_e21",
-            "musae-facebook", "musae-git", "reddit10k", "nci1", "proteins", "mutag", "enzymes",
-            "imdb-binary", "mutagenicity", "amazon_cs", "coauthor_phy"} <= names
+    assert {
+        "cora",
+        "cora-npz",
+        "citeseer",
+        "pubmed",
+        "soc-slashdot0902",
+        "email-enron",
+        "soc-epinions1",
+        "cit-hepth",
+        "luxembourg_osm",
+        "usroads-48",
+        "rmat_s17_e21",
+        "musae-facebook",
+        "musae-git",
+        "reddit10k",
+        "nci1",
+        "proteins",
+        "mutag",
+        "enzymes",
+        "imdb-binary",
+        "mutagenicity",
+        "amazon_cs",
+        "coauthor_phy",
+    } <= names
     dataset = load_dataset("mutag", datasets_dir)
     assert dataset.stats["num_graphs"] == 188 and dataset.stats["undirected_edges"] == 3721

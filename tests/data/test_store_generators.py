@@ -62,7 +62,8 @@ def test_rmat_properties(scale, fraction, seed):
 
 
 @settings(max_examples=20, deadline=None)
-@given(rows=st.integers(1, 8), cols=st.integers(1, 8), shuffle=st.booleans(), seed=st.integers(0, 99))
+@given(rows=st.integers(1, 8), cols=st.integers(1, 8), shuffle=st.booleans(),
+       seed=st.integers(0, 99))
 def test_grid_properties(rows, cols, shuffle, seed):
     graph = grid_2d(rows, cols, shuffle=shuffle, seed=seed)
     assert graph.num_edges == 2 * (rows * (cols - 1) + cols * (rows - 1))
