@@ -157,19 +157,18 @@ def _detail(args: argparse.Namespace) -> int:
     meta = _meta(source, not args.no_cache, root, **clean)
     stats = meta["stats"]
     print(f"{source.name}: {source.description}")
-    print(f"  format:   {meta.get('format', source.fmt)}")
-    for path in source.files:
-        print(f"  file:     {path} ({path.stat().st_size:,} bytes)")
-    print(f"  options:  {meta.get('options')}")
     facts = {
         k: v
         for k, v in meta.items()
         if k not in ("stats", "files", "options", "name", "format", "drops", "members")
     }
-    width = max([len(k) for k in facts] + [8]) + 2
-    for key, value in facts.items():
-        print(f"  {key + ':':<{width}}{_short(value)}")
-    print(f"  cleaning: {meta.get('drops')}")
+    lines = [("format", meta.get("format", source.fmt))]
+    lines += [("file", f"{path} ({path.stat().st_size:,} bytes)") for path in source.files]
+    lines += [("options", meta.get("options"))] + list(facts.items())
+    lines += [("cleaning", meta.get("drops"))]
+    width = max(len(key) for key, _ in lines) + 2
+    for key, value in lines:
+        print(f"  {key + ':':<{width}}{_short(value, limit=200)}")
     print()
     overview = [
         [key, stats[key]]

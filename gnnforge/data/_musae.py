@@ -119,6 +119,8 @@ def _read_feature_json(path, num_nodes, features):
         "feature_nnz": int(flat.size),
         "nodes_without_features": int(num_nodes - sorted_unique(rows).size),
     }
+    if features == "none":
+        return {}, info
     if features == "dense":
         x = np.zeros((num_nodes, width), dtype=np.float32)
         x[rows, flat] = 1.0
@@ -147,7 +149,8 @@ def read_musae(
     """
     if features not in _FEATURE_CHOICES:
         raise ValueError(f"features must be one of {_FEATURE_CHOICES}, got {features!r}")
-    graph, meta = read_edge_list(edges)
+    graph, edge_meta = read_edge_list(edges)
+    meta: dict[str, Any] = {"edges_header": edge_meta["header"]}
     num_nodes = graph.num_nodes
     node_data: dict[str, torch.Tensor] = {}
     files = [str(edges)]
@@ -157,9 +160,11 @@ def read_musae(
         node_data["y"] = torch.from_numpy(_scatter_labels(target, ids, labels, num_nodes))
         meta["classes"], meta["num_classes"] = classes, len(classes)
         files.append(str(target))
-    if features_json is not None and features != "none":
+    if features_json is not None:
+        # Read even for features="none": the feature width and counts go into meta.
         data, info = _read_feature_json(features_json, num_nodes, features)
-        node_data.update(data)
+        if features != "none":
+            node_data.update(data)
         meta.update(info)
         files.append(str(features_json))
     graph = Graph(graph.src, graph.dst, num_nodes, node_data=node_data)

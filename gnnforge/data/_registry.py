@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 _CLEAN_KEYS = ("symmetrize", "dedup", "self_loops")
+# Part of every cache key: bump it whenever a reader's output or the meta/stats change,
+# so caches written by older code are rebuilt instead of served.
+PROCESSING_VERSION = 2
 _MAX_DEPTH = 3
 
 
@@ -170,7 +173,8 @@ def cache_options(
 ) -> dict[str, Any]:
     """Everything that changes the processed result (progress switches excluded)."""
     keep = {k: v for k, v in extra.items() if k != "progress"}
-    return {"source": source.name, "format": source.fmt, **clean.as_dict(), **keep}
+    return {"source": source.name, "format": source.fmt, "version": PROCESSING_VERSION,
+            **clean.as_dict(), **keep}
 
 
 def load_dataset(

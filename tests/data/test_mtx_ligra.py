@@ -131,3 +131,15 @@ def test_ligra_known_answers(datasets_dir, folder, name, nodes, edges, loops):
     assert (graph.num_nodes, graph.num_edges, graph.num_self_loops()) == (nodes, edges, loops)
     if nodes == 75888:
         assert meta["unused_ids"] == 9
+
+
+def test_coordinates_must_match_nodes(tmp_path):
+    graph = _write(
+        tmp_path, "g.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n"
+    )
+    coord = _write(tmp_path, "g_coord.mtx", "%%MatrixMarket matrix array real general\n2 1\n1\n2\n")
+    with pytest.raises(DataFormatError, match=r"g_coord\.mtx: 2 coordinate rows for 3 nodes"):
+        read_mtx_with_coordinates(graph, coord)
+    short = _write(tmp_path, "s_coord.mtx", "%%MatrixMarket matrix array real general\n3 1\n1\n2\n")
+    with pytest.raises(DataFormatError, match="declares 3 x 1 = 3 values but 2 follow"):
+        read_matrix_market_array(short)

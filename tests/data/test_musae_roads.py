@@ -97,3 +97,10 @@ def test_real_usroads(datasets_dir):
     assert (graph.num_nodes, graph.num_edges, graph.num_self_loops()) == (126146, 323900, 0)
     assert int(graph.in_degrees().max()) == 7 and meta["name"] == "Gleich/usroads-48"
     assert float(graph.node_data["pos"][:, 0].min()) == pytest.approx(-124.71, abs=0.01)
+
+
+def test_musae_features_none_still_reports_width(tmp_path):
+    edges = _gz(tmp_path / "n_edges.csv.gz", "id_1,id_2\n0,1\n")
+    features = _gz(tmp_path / "n.json.gz", json.dumps({"0": [5], "1": [0, 1]}))
+    graph, meta = read_musae(edges, None, features, features="none")
+    assert graph.node_data == {} and meta["feature_dim"] == 6 and meta["feature_nnz"] == 3

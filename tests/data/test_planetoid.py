@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from gnnforge.data import CleanOptions, DataFormatError, read_planetoid
+from gnnforge.data import CleanOptions, DataFormatError, UnsafePickleError, read_planetoid
 
 
 def _write_planetoid(folder, with_allx=True, gap=False):
@@ -100,3 +100,33 @@ def test_cora_features_dense(datasets_dir):
     x = graph.node_data["x"]
     assert x.shape == (2708, 1433) and str(x.dtype) == "torch.float32"
     assert int(graph.node_data["y"].max()) == 6
+
+
+class _Evil:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("echo pwned",))
+
+
+@pytest.mark.parametrize(
+    "part, value, error, pattern",
+    [
+        ("graph", [1, 2, 3], DataFormatError, "expected a dict of neighbour lists"),
+        ("graph", {0: [99]}, DataFormatError, "neighbour id 99 outside"),
+        ("y", "not an array", DataFormatError, "ind.toy.y: expected a 2-D one-hot"),
+        ("tx", _Evil(), UnsafePickleError, r"ind\.toy\.tx: .*system"),
+    ],
+)
+def test_malformed_parts(tmp_path, part, value, error, pattern):
+    _write_planetoid(tmp_path)
+    (tmp_path / f"ind.toy.{part}").write_bytes(pickle.dumps(value, protocol=4))
+    with pytest.raises(error, match=pattern):
+        read_planetoid(tmp_path, "toy")
+
+
+def test_test_index_must_match_tx(tmp_path):
+    _write_planetoid(tmp_path)
+    (tmp_path / "ind.toy.test.index").write_text("6\n")
+    with pytest.raises(DataFormatError, match="1 test ids but tx has 2 rows"):
+        read_planetoid(tmp_path, "toy")
