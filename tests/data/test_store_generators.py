@@ -1,5 +1,6 @@
 import os
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,3 +105,12 @@ def test_molecule_like_properties(count, max_atoms, seed):
         assert pairs == {(v, u) for u, v in pairs}
         assert graph.num_edges >= 2 * (graph.num_nodes - 1)  # a spanning tree, both directions
         assert graph.edge_data["edge_attr"].shape == (graph.num_edges, 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.integers(-(2**40), 2**40), max_size=200))
+def test_sorted_unique_equals_numpy_unique(values):
+    from gnnforge.data._arrays import sorted_unique
+
+    array = np.asarray(values, dtype=np.int64)
+    assert np.array_equal(sorted_unique(array), np.unique(array))
