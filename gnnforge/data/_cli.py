@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gnnforge._compat import require
 from gnnforge.data._paths import cache_dir, shared_datasets_dir
 from gnnforge.data._progress import progress_bar
 from gnnforge.data._registry import cached_dataset_meta, find_dataset, list_datasets, load_dataset
@@ -37,6 +38,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dedup", action="store_true", help="detail view: drop duplicate edges")
     parser.add_argument(
         "--remove-self-loops", action="store_true", help="detail view: drop self-loops"
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        metavar="FILE.png",
+        help="detail view: save the in-degree histogram (and graph sizes) as a picture",
     )
 
 
@@ -192,7 +200,48 @@ def _detail(args: argparse.Namespace) -> int:
             ["distribution", "min", "mean", "median", "max", "std", "skew"], _degree_rows(stats)
         )
     )
+    print()
+    headers = ["bin", "nodes with this in-degree"]
+    if "nodes_per_graph_histogram" in stats:
+        headers.append("graphs with this many nodes")
+    print(format_table(headers, _histogram_rows(stats)))
+    if args.plot is not None:
+        _plot(args.plot, source.name, stats)
+        print(f"\nwrote {args.plot}")
     return 0
+
+
+def _histogram_rows(stats: dict[str, Any]) -> list[list[object]]:
+    # Both histograms use the same power-of-two bins, so the longer one labels the rows.
+    columns = [stats["in_degree_histogram"]]
+    if "nodes_per_graph_histogram" in stats:
+        columns.append(stats["nodes_per_graph_histogram"])
+    labels = max((column["bins"] for column in columns), key=len)
+    return [
+        [label] + [c["counts"][i] if i < len(c["counts"]) else 0 for c in columns]
+        for i, label in enumerate(labels)
+    ]
+
+
+def _plot(path: Path, name: str, stats: dict[str, Any]) -> None:
+    matplotlib = require("matplotlib", "plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("in-degree", "nodes", stats["in_degree_histogram"])]
+    if "nodes_per_graph_histogram" in stats:
+        panels.append(("nodes per graph", "graphs", stats["nodes_per_graph_histogram"]))
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    for axis, (what, unit, histogram) in zip(axes[0], panels):
+        axis.bar(range(len(histogram["counts"])), histogram["counts"], color="tab:blue")
+        axis.set_xticks(range(len(histogram["bins"])), histogram["bins"], rotation=45)
+        axis.set_yscale("log")
+        axis.set_xlabel(f"{what} (power-of-two bins)")
+        axis.set_ylabel(f"{unit} (log scale)")
+        axis.set_title(f"{name}: {what}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 def _short(value: object, limit: int = 90) -> str:

@@ -2,7 +2,8 @@
 
 One edge `u v` (or `u,v`, optionally a third weight column) per line. Lines starting with
 `#` or `%` are comments; a `# Nodes: N ...` comment declares the node count. A first line
-of column names (a CSV header such as `id_1,id_2`) is skipped. A first line `N M`
+of column names only (a CSV header such as `id_1,id_2`, no number in it) is skipped and
+kept in meta["header"]. A first line `N M`
 (N >= 1) followed by exactly M edge lines is read as a size header (the email-Enron copy in
 shared/datasets has one in place of SNAP's comments).
 
@@ -161,7 +162,7 @@ def _skip_header(data: bytes, path: str | Path) -> tuple[int, int, str | None]:
         if _is_comment(line):
             continue
         tokens = _split(line, b"," if b"," in line else None)
-        if tokens and not all(_NUMBER.match(token) for token in tokens):
+        if tokens and not any(_NUMBER.match(token) for token in tokens):
             return number + 1, start + len(line) + 1, line.decode("utf-8", "replace").strip()
         if len(tokens) == 2 and _is_size_header(data, start + len(line) + 1, tokens):
             return number + 1, start + len(line) + 1, line.decode().strip()

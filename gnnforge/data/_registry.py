@@ -35,7 +35,7 @@ __all__ = [
 _CLEAN_KEYS = ("symmetrize", "dedup", "self_loops")
 # Part of every cache key: bump it whenever a reader's output or the meta/stats change,
 # so caches written by older code are rebuilt instead of served.
-PROCESSING_VERSION = 2
+PROCESSING_VERSION = 3
 _MAX_DEPTH = 3
 
 

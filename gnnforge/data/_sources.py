@@ -57,10 +57,6 @@ class DatasetSource:
     fmt: str = ""
     collection: bool = False
 
-    @property
-    def size_bytes(self) -> int:
-        return sum(path.stat().st_size for path in self.files if path.exists())
-
 
 def _single(reader: Callable[..., tuple[Graph, dict[str, Any]]]) -> Build:
     def build(clean: CleanOptions, **options):

@@ -15,7 +15,27 @@ import numpy as np
 from gnnforge.data._arrays import sorted_unique
 from gnnforge.graph import Graph, GraphBatch
 
-__all__ = ["collection_stats", "degree_summary", "graph_stats"]
+__all__ = ["collection_stats", "degree_summary", "graph_stats", "log2_histogram"]
+
+
+def log2_histogram(values: np.ndarray) -> dict[str, list]:
+    """Counts in power-of-two bins: 0, 1, 2-3, 4-7, 8-15, ... up to the largest value.
+
+    Returns {"bins": labels, "counts": counts}; the counts sum to `values.size`.
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if values.size == 0:
+        return {"bins": [], "counts": []}
+    # bin 0 holds zeros; bin k >= 1 holds [2**(k-1), 2**k)
+    index = np.zeros(values.size, dtype=np.int64)
+    positive = values > 0
+    index[positive] = np.floor(np.log2(values[positive])).astype(np.int64) + 1
+    counts = np.bincount(index)
+    labels = ["0"] + [
+        str(1 << (k - 1)) if k == 1 else f"{1 << (k - 1)}-{(1 << k) - 1}"
+        for k in range(1, counts.size)
+    ]
+    return {"bins": labels, "counts": counts.tolist()}
 
 
 def degree_summary(degrees: np.ndarray) -> dict[str, float]:
@@ -64,6 +84,7 @@ def _edge_stats(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> dict[str, A
         "bandwidth": int(np.abs(src - dst).max()) if src.size else 0,
         "in_degree": degree_summary(in_degree),
         "out_degree": degree_summary(out_degree),
+        "in_degree_histogram": log2_histogram(in_degree),
     }
 
 
@@ -75,7 +96,7 @@ def graph_stats(graph: Graph) -> dict[str, Any]:
         first with the same (src, dst)), undirected_edges (distinct unordered non-loop
         pairs), reciprocity (share of non-loop edges whose reverse exists), isolated_nodes
         (no incident edge), bandwidth (max |src - dst|), in_degree and out_degree
-        summaries (min/mean/median/max/std/skew).
+        summaries (min/mean/median/max/std/skew), in_degree_histogram (`log2_histogram`).
     """
     return _edge_stats(graph.src.cpu().numpy(), graph.dst.cpu().numpy(), graph.num_nodes)
 
@@ -93,6 +114,7 @@ def collection_stats(graphs: Sequence[Graph] | GraphBatch) -> dict[str, Any]:
             "num_graphs": int(nodes.size),
             "nodes_per_graph": degree_summary(nodes),
             "edges_per_graph": degree_summary(edges),
+            "nodes_per_graph_histogram": log2_histogram(nodes),
         }
     )
     return stats

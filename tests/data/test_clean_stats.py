@@ -120,3 +120,16 @@ def test_known_answer_cit_hepth_stats(datasets_dir):
     degree = graph_stats(undirected)["in_degree"]
     assert degree["max"] == 2468 and degree["median"] == 14
     assert degree["mean"] == pytest.approx(25.37, abs=0.01)
+
+
+@settings(max_examples=50, deadline=None)
+@given(values=st.lists(st.integers(0, 5000), max_size=100))
+def test_log2_histogram(values):
+    from gnnforge.data._stats import log2_histogram
+
+    histogram = log2_histogram(np.asarray(values))
+    assert sum(histogram["counts"]) == len(values)
+    for label, count in zip(histogram["bins"], histogram["counts"]):
+        low, _, high = label.partition("-")
+        high = high or low
+        assert count == sum(int(low) <= v <= int(high) for v in values)

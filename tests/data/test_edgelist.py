@@ -106,3 +106,8 @@ def test_non_finite_weight(tmp_path):
 def test_blank_and_comment_lines_anywhere(tmp_path):
     graph, _ = read_edge_list(_write(tmp_path, "b.txt", "\n# a\n\n0 1\n  # mid\n1 2\n\n"))
     assert graph.src.tolist() == [0, 1] and graph.dst.tolist() == [1, 2]
+
+
+def test_a_bad_first_row_is_not_mistaken_for_a_header(tmp_path):
+    with pytest.raises(DataFormatError, match=r"h\.txt:1: expected integers"):
+        read_edge_list(_write(tmp_path, "h.txt", "1 x\n2 3\n"))

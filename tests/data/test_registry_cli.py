@@ -133,3 +133,12 @@ def test_shared_folder_is_discovered(datasets_dir):
     } <= names
     dataset = load_dataset("mutag", datasets_dir)
     assert dataset.stats["num_graphs"] == 188 and dataset.stats["undirected_edges"] == 3721
+
+
+def test_cli_plot(toy_root, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "toy.png"
+    assert main(["datasets", "toy", "--root", str(toy_root), "--plot", str(target)]) == 0
+    assert target.stat().st_size > 1000
+    out = capsys.readouterr().out
+    assert "graphs with this many nodes" in out and f"wrote {target}" in out

@@ -63,8 +63,9 @@ def test_rmat_properties(scale, fraction, seed):
 
 
 @settings(max_examples=20, deadline=None)
-@given(rows=st.integers(1, 8), cols=st.integers(1, 8), shuffle=st.booleans(),
-       seed=st.integers(0, 99))
+@given(
+    rows=st.integers(1, 8), cols=st.integers(1, 8), shuffle=st.booleans(), seed=st.integers(0, 99)
+)
 def test_grid_properties(rows, cols, shuffle, seed):
     graph = grid_2d(rows, cols, shuffle=shuffle, seed=seed)
     assert graph.num_edges == 2 * (rows * (cols - 1) + cols * (rows - 1))
@@ -82,8 +83,12 @@ def test_uniform_properties(n, m, seed):
 
 
 @settings(max_examples=20, deadline=None)
-@given(sizes=st.lists(st.integers(0, 12), min_size=1, max_size=4), p_in=st.floats(0, 1),
-       p_out=st.floats(0, 1), seed=st.integers(0, 99))
+@given(
+    sizes=st.lists(st.integers(0, 12), min_size=1, max_size=4),
+    p_in=st.floats(0, 1),
+    p_out=st.floats(0, 1),
+    seed=st.integers(0, 99),
+)
 def test_sbm_properties(sizes, p_in, p_out, seed):
     graph = stochastic_block_model(sizes, p_in, p_out, seed=seed)
     pairs = list(zip(graph.src.tolist(), graph.dst.tolist()))
