@@ -95,22 +95,24 @@ def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limit
     """Build a PackingPlan (with all metrics) from pack shapes given as bin indices."""
     k = limits.size
     num_packs = sum(count for _, count in shapes)
-    totals = np.zeros(k, dtype=np.int64)
-    num_graphs = 0
-    over_packs = np.zeros(k, dtype=np.int64)
-    over_max = np.zeros(k, dtype=np.int64)
-    over_total = np.zeros(k, dtype=np.int64)
-    packs = []
-    for content, count in shapes:
-        filled = bins[list(content)].sum(axis=0) if content else np.zeros(k, dtype=np.int64)
-        totals += filled * count
-        num_graphs += len(content) * count
-        excess = filled - limits
-        over = excess > 0
-        over_packs += over * count
-        over_max = np.maximum(over_max, np.where(over, excess, 0))
-        over_total += np.where(over, excess, 0) * count
-        packs.append(([tuple(int(v) for v in bins[i]) for i in content], int(count)))
+    pack_counts = np.array([count for _, count in shapes], dtype=np.int64)
+    lengths = np.array([len(content) for content, _ in shapes], dtype=np.int64)
+    flat = np.fromiter((i for content, _ in shapes for i in content), dtype=np.int64,
+                       count=int(lengths.sum()))
+    # Per-shape fill by one segmented sum instead of a Python loop over shapes.
+    filled = np.zeros((len(shapes), k), dtype=np.int64)
+    nonempty = lengths > 0
+    if flat.size:
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[nonempty]
+        filled[nonempty] = np.add.reduceat(bins[flat], starts, axis=0)
+    totals = (filled * pack_counts[:, None]).sum(axis=0) if shapes else np.zeros(k, np.int64)
+    num_graphs = int((lengths * pack_counts).sum())
+    excess = np.maximum(filled - limits, 0)
+    over_packs = ((excess > 0) * pack_counts[:, None]).sum(axis=0) if shapes else excess.sum(0)
+    over_max = excess.max(axis=0) if shapes else np.zeros(k, np.int64)
+    over_total = (excess * pack_counts[:, None]).sum(axis=0) if shapes else excess.sum(0)
+    rows = [tuple(int(v) for v in row) for row in bins.tolist()]
+    packs = [([rows[i] for i in content], int(count)) for content, count in shapes]
     slots = num_packs * limits.astype(np.float64)
     efficiency = tuple(float(t / s) if s else 0.0 for t, s in zip(totals, slots))
     harmonic = (len(efficiency) / sum(1 / e for e in efficiency)
