@@ -12,7 +12,9 @@ is. For a bin of size s with count c:
   fit s in every component (the fullest pack that fits), SPFHP the one with the largest
   (shortest pack first);
 * min(c, group size) of its packs receive one item each and move to remaining r - s;
-  this repeats until c is used up or nothing fits, when the rest opens c new packs.
+  this repeats until c is used up or nothing fits; then new packs open, each taking as
+  many copies as fit (what placing the items one by one would do, since no older pack
+  fits this size).
 
 A pack closes (leaves the search) when it holds `max_graphs_per_pack` graphs or when its
 remaining space is below the component-wise minimum of every bin still to come. The
@@ -182,7 +184,7 @@ def _place_bin(packs: _OpenPacks, closed: list[tuple[Content, int]], b: int, siz
     while count:
         at = packs.find(size, best_fit)
         if at < 0:
-            _add(packs, closed, tuple(l - v for l, v in zip(limits, size_t)), (b,), count, floor, cap)
+            _open_new(packs, closed, b, size_t, count, limits, floor, cap)
             return
         key = packs.keys[at]
         new_remaining = tuple(r - v for r, v in zip(key, size_t))
@@ -196,6 +198,23 @@ def _place_bin(packs: _OpenPacks, closed: list[tuple[Content, int]], b: int, siz
             count -= taken
         for content, left in group.items():  # packs of this group that got nothing
             packs.add(key, content, left)
+
+
+def _open_new(packs: _OpenPacks, closed: list[tuple[Content, int]], b: int,
+              size_t: tuple[int, ...], count: int, limits: tuple[int, ...],
+              floor: tuple[int, ...], cap: int) -> None:
+    """Open packs for `count` items of one size that fit no open pack.
+
+    Item by item, best fit (and first fit from the emptiest pack alike) would put each
+    next copy into the newest pack until it is full, since no older pack fits this size;
+    so each new pack takes m = as many copies as fit, and one pack takes the rest.
+    """
+    per_pack = min([cap] + [l // v for l, v in zip(limits, size_t) if v > 0])
+    full, rest = divmod(count, per_pack)
+    for copies, packs_needed in ((per_pack, full), (rest, 1 if rest else 0)):
+        if packs_needed:
+            remaining = tuple(l - copies * v for l, v in zip(limits, size_t))
+            _add(packs, closed, remaining, (b,) * copies, packs_needed, floor, cap)
 
 
 def _add(packs: _OpenPacks, closed: list[tuple[Content, int]], remaining: tuple[int, ...],
