@@ -50,7 +50,17 @@ class PackingPlan:
         dropped: {size tuple: count} of graphs left out because they exceed a limit
             (only with oversized='drop').
         improved_from: packs before the improvement step, or None when it did not run.
+        large_item_bound: graphs larger than half a limit in some component k; no two
+            of them fit one pack, so no plan beats this either. When it exceeds
+            `lower_bound` (datasets whose graphs are all close to the largest), the gap
+            to `lower_bound` is not reachable; `best_gap` uses the larger bound.
     """
+
+    @property
+    def best_gap(self) -> float:
+        """num_packs / max(lower_bound, large_item_bound) - 1."""
+        bound = max(self.lower_bound, self.large_item_bound)
+        return self.num_packs / bound - 1 if bound else 0.0
 
     packs: list[tuple[list[tuple[int, ...]], int]]
     limits: tuple[int, ...]
@@ -67,6 +77,7 @@ class PackingPlan:
     overflow: tuple[tuple[int, int, int], ...]
     dropped: dict[tuple[int, ...], int] = field(default_factory=dict)
     improved_from: int | None = None
+    large_item_bound: int = 0
 
     @property
     def num_dropped(self) -> int:
@@ -126,4 +137,17 @@ def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limit
         speedup=num_graphs / num_packs if num_packs else math.nan,
         overflow=tuple((int(a), int(b), int(c)) for a, b, c in zip(over_packs, over_max,
                                                                     over_total)),
-        dropped=dict(dropped), improved_from=improved_from)
+        dropped=dict(dropped), improved_from=improved_from,
+        large_item_bound=_large_item_bound(shapes, bins, limits))
+
+
+def _large_item_bound(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray,
+                      limits: np.ndarray) -> int:
+    large = (2 * bins > limits).any(axis=1)
+    per_bin = np.zeros(bins.shape[0], dtype=np.int64)
+    for content, count in shapes:
+        for i in content:
+            per_bin[i] += count
+    # Items large in one same component k cannot share a pack; take the best k.
+    return int(max(((2 * bins[:, k] > limits[k]) * per_bin).sum() for k in range(limits.size))
+               ) if large.any() else 0
