@@ -91,7 +91,8 @@ def resolve_heuristic(heuristic: str | Heuristic, limits: np.ndarray) -> tuple[s
         base, scalar = HEURISTICS[heuristic], _SCALAR[heuristic]
         inverse = tuple(1.0 / float(v) for v in scale)
         function: Heuristic = lambda x: base(x / scale)  # noqa: E731
-        function.scalar = lambda r: float(scalar([a * b for a, b in zip(r, inverse)]))  # type: ignore[attr-defined]
+        function.scalar = (  # type: ignore[attr-defined]
+            lambda r: float(scalar([a * b for a, b in zip(r, inverse)])))
         return heuristic, function
     if not callable(heuristic):
         raise TypeError(f"heuristic: expected a name or a callable, got {type(heuristic).__name__}")
@@ -137,7 +138,8 @@ def check_monotone(function: Heuristic, limits: np.ndarray, name: str = "heurist
                          f"{values.shape} for input {points.shape}")
     if not np.isfinite(values).all():
         bad = int(np.argwhere(~np.isfinite(values))[0, 0])
-        raise ValueError(f"heuristic {name}: non-finite value at {points[bad].astype(int).tolist()}")
+        where = points[bad].astype(int).tolist()
+        raise ValueError(f"heuristic {name}: non-finite value at {where}")
     grid = values.reshape(mesh.shape[:-1])
     for axis in range(grid.ndim):
         drops = np.diff(grid, axis=axis) < -1e-12 * np.maximum(1.0, np.abs(grid).max())
