@@ -59,8 +59,9 @@ def speed(args: argparse.Namespace) -> None:
     cases = [("random", histogram, (400, 2000))]
     try:
         sizes, _ = molecule_sizes("moses")
-        cases.append(("MOSES train", sizes, tuple(sizes.max(axis=0))))
-        cases.append(("MOSES train, 8x max limits", sizes, tuple(8 * sizes.max(axis=0))))
+        largest = tuple(int(v) for v in sizes.max(axis=0))
+        cases.append(("MOSES train", sizes, largest))
+        cases.append(("MOSES train, 8x max limits", sizes, tuple(8 * v for v in largest)))
     except (ImportError, FileNotFoundError) as error:
         print(f"skipped MOSES: {error}")
     for name, data, limits in cases:
