@@ -18,6 +18,15 @@ from gnnforge.data._ligra import read_ligra
 from gnnforge.data._mtx import read_matrix_market, read_matrix_market_array
 from gnnforge.data._musae import read_graph_json, read_musae
 from gnnforge.data._npz import read_graph_npz
+from gnnforge.data._molecules import (
+    ATOM_FEATURE_DIMS,
+    BOND_FEATURE_DIMS,
+    load_molecules,
+    molecule_files,
+    molecule_sizes,
+    read_smiles,
+    smiles_to_graph,
+)
 from gnnforge.data._paths import cache_dir, shared_datasets_dir
 from gnnforge.data._planetoid import read_planetoid
 from gnnforge.data._registry import (
@@ -42,8 +51,10 @@ from gnnforge.data._store import (
 from gnnforge.data._tu import read_tu_zip
 
 __all__ = [
-    "DISCOVERY_RULES",
+    "ATOM_FEATURE_DIMS",
+    "BOND_FEATURE_DIMS",
     "CleanOptions",
+    "DISCOVERY_RULES",
     "DataFormatError",
     "Dataset",
     "DatasetSource",
@@ -63,6 +74,9 @@ __all__ = [
     "load_dataset",
     "load_graphs",
     "load_meta",
+    "load_molecules",
+    "molecule_files",
+    "molecule_sizes",
     "random_molecule_like",
     "read_edge_list",
     "read_graph_json",
@@ -74,12 +88,14 @@ __all__ = [
     "read_mtx_with_coordinates",
     "read_musae",
     "read_planetoid",
+    "read_smiles",
     "read_tu_zip",
     "rmat",
     "safe_load",
     "safe_loads",
     "save_graphs",
     "shared_datasets_dir",
+    "smiles_to_graph",
     "stochastic_block_model",
     "uniform_random",
 ]
