@@ -8,14 +8,24 @@ from gnnforge.data._generators import (
     uniform_random,
 )
 from gnnforge.data._paths import cache_dir, shared_datasets_dir
+from gnnforge.data._programs import (
+    PROGRAM_EDGE_TYPES,
+    ProgramGraphs,
+    program_graph_sizes,
+    program_graphs,
+)
 from gnnforge.data._store import cache_key, cached_graphs, load_graphs, save_graphs
 
 __all__ = [
+    "PROGRAM_EDGE_TYPES",
+    "ProgramGraphs",
     "cache_dir",
     "cache_key",
     "cached_graphs",
     "grid_2d",
     "load_graphs",
+    "program_graph_sizes",
+    "program_graphs",
     "random_molecule_like",
     "rmat",
     "save_graphs",
