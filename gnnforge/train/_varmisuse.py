@@ -97,9 +97,8 @@ def candidate_loss(scores: Tensor, batch: GraphBatch) -> tuple[Tensor, int, int]
     group = batch.node_graph[candidates]  # [C] example of each candidate
     target = batch.node_data["target"][candidates].bool()
     count = batch.num_graphs
-    top = torch.full((count,), float("-inf"), dtype=scores.dtype).scatter_reduce(
-        0, group, scores.detach(), "amax")
-    total = torch.zeros(count, dtype=scores.dtype).index_add(0, group, torch.exp(scores - top[group]))
+    top = scores.new_full((count,), float("-inf")).scatter_reduce(0, group, scores.detach(), "amax")
+    total = scores.new_zeros(count).index_add(0, group, torch.exp(scores - top[group]))
     logsumexp = torch.log(total[group[target]]) + top[group[target]]
     loss = (logsumexp - scores[target]).mean()
     correct = int((scores[target].detach() >= top[group[target]]).sum())
