@@ -87,7 +87,8 @@ def measure(examples, size, args, device, autocast_dtype=None):
     groups = list(range(min(args.batches, len(compiled.supergraphs))))
     batches = [to_device(supergraph_batch([compiled.graphs[i] for i in compiled.supergraphs[g]],
                                           compiled.num_slots), device) for g in groups]
-    blocks = [compile_blocks(b, size, compiled.num_edge_types, compiled.num_blocks) for b in batches]
+    blocks = [compile_blocks(b, size, compiled.num_edge_types, compiled.num_blocks)
+              for b in batches]
     graphs = sum(b.num_real_graphs for b in batches)
     edges = statistics.mean(b.num_edges for b in batches)
     result = dict(S=size, K=compiled.num_blocks, kept=compiled.kept_fraction(),

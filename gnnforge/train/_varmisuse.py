@@ -116,20 +116,24 @@ def _structure(batch: GraphBatch, backend: str, compiled) -> GraphBatch | Banded
     return compile_blocks(batch, compiled.block_size, compiled.num_edge_types, compiled.num_blocks)
 
 
-def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str, compiled) -> tuple[float, float]:
-    """(accuracy, chance accuracy) over the batches."""
+def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
+             compiled) -> tuple[float, float]:
+    """(accuracy, chance accuracy) over the batches; NaN for an empty split."""
     correct = total = 0
     chance = 0.0
     model.eval()
     with torch.no_grad():
         for batch in batches:
-            _, hits, count = candidate_loss(model(batch, _structure(batch, backend, compiled)), batch)
+            scores = model(batch, _structure(batch, backend, compiled))
+            _, hits, count = candidate_loss(scores, batch)
             correct += hits
             total += count
             per_graph = torch.bincount(batch.node_graph[batch.node_data["role"] == ROLE_CANDIDATE],
                                        minlength=batch.num_graphs)[batch.graph_mask].double()
             chance += float((1.0 / per_graph).sum())
-    return correct / max(total, 1), chance / max(total, 1)
+    if total == 0:
+        return float("nan"), float("nan")  # an empty split (tiny corpora) has no accuracy
+    return correct / total, chance / total
 
 
 def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: str,

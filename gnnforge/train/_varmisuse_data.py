@@ -87,7 +87,7 @@ def prune_unreachable(graph: Graph, targets: Tensor, num_steps: int) -> Tensor:
 
 def _example(graph: Graph, hole: int, candidates: list[int], hole_label: int,
              num_steps: int) -> tuple[Graph, int]:
-    """The example graph of one hole (see the module docstring) and its node count before pruning."""
+    """The example graph of one hole (module docstring) and its node count before pruning."""
     data = graph.node_data
     var_id, token_pos = data["var_id"], data["token_pos"]
     keep = ~(((graph.src == hole) | (graph.dst == hole))
@@ -105,7 +105,8 @@ def _example(graph: Graph, hole: int, candidates: list[int], hole_label: int,
         cand_label.append(int(data["label"][first]))
         new_src += [torch.tensor([hole]), occurrences]
         new_dst += [torch.tensor([node]), torch.full_like(occurrences, node)]
-        new_type += [torch.tensor([_HOLE_CANDIDATE]), torch.full_like(occurrences, _CANDIDATE_OCCURRENCE)]
+        new_type += [torch.tensor([_HOLE_CANDIDATE]),
+                     torch.full_like(occurrences, _CANDIDATE_OCCURRENCE)]
     src, dst, etype = torch.cat(new_src), torch.cat(new_dst), torch.cat(new_type)
     total = n + len(candidates)
     label = torch.cat([data["label"], torch.tensor(cand_label, dtype=torch.int64)])

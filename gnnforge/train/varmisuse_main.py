@@ -18,6 +18,10 @@ from gnnforge.train._varmisuse import VarMisuseConfig, format_results, run_varmi
 __all__ = ["main"]
 
 
+def _boolean(text: str) -> bool:
+    return text.lower() in ("1", "true", "yes")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gnnforge.train.varmisuse_main",
                                      description="VarMisuse with a GGNN, sparse vs banded")
@@ -28,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         if item.name == "backends":
             parser.add_argument(flag, default=",".join(value), help="comma-separated")
         elif isinstance(value, bool):
-            parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=value)
+            parser.add_argument(flag, type=_boolean, default=value)
         else:
             kind = int if item.name in ("max_files",) else type(value) if value is not None else str
             parser.add_argument(flag, type=kind, default=value)
@@ -36,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     args["backends"] = tuple(b for b in args["backends"].split(",") if b)
     if args["max_files"] == 0:
         args["max_files"] = None
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads()) // int(os.environ.get("WORLD_SIZE", "1"))))
+    # two cores in all: each of W processes gets 2 // W threads (at least one)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads()) // world))
     results = run_varmisuse(VarMisuseConfig(**args))
     if results["world_size"] == 1 or dist.get_rank() == 0:
         print(results["corpus"], results["examples"], sep="\n")

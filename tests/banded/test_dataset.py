@@ -30,7 +30,8 @@ def _labelled(graph, seed):
 def test_compile_dataset_permutes_data_and_counts_drops(tmp_path, monkeypatch):
     monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
     g = torch.Generator().manual_seed(0)
-    wide = Graph(torch.randint(0, 40, (300,), generator=g), torch.randint(0, 40, (300,), generator=g), 40)
+    wide = Graph(torch.randint(0, 40, (300,), generator=g),
+                 torch.randint(0, 40, (300,), generator=g), 40)
     graphs = [_labelled(grid_2d(5, 6, shuffle=True, seed=1), 0), _labelled(wide, 1),
               _labelled(grid_2d(20, 20), 2)]
     compiled = compile_dataset(graphs, block_size=8, num_blocks=9, progress=False)
@@ -63,7 +64,8 @@ def test_stats_plot_and_cli(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path / "cache"))
     root = tmp_path / "src"
     root.mkdir()
-    (root / "a.py").write_text("def f(a):\n    b = a\n    return b\n\ndef g(x):\n    return x + 1\n")
+    (root / "a.py").write_text("def f(a):\n    b = a\n    return b\n\n"
+                               "def g(x):\n    return x + 1\n")
     assert main(["reorder", "--root", str(root), "--block-size", "8", "--num-blocks", "2",
                  "--plot", str(tmp_path / "cli.png")]) == 0
     out = capsys.readouterr().out
