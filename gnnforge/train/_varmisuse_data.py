@@ -190,7 +190,8 @@ def split_by_file(graphs: Sequence[Graph], fractions: tuple[float, float, float]
                   seed: int = 0) -> tuple[list[int], list[int], list[int]]:
     """Indices of train/valid/test examples, split by source file so test code is unseen.
 
-    Files are shuffled (seeded) and cut by the given fractions of the file count.
+    Files are shuffled (seeded) and cut by the given fractions of the file count; with at
+    least three files, every split with a non-zero fraction gets at least one file.
 
     Raises:
         ValueError: when the fractions are negative or do not sum to 1.
@@ -200,8 +201,12 @@ def split_by_file(graphs: Sequence[Graph], fractions: tuple[float, float, float]
     files = np.array([int(g.graph_data["file_id"]) for g in graphs], dtype=np.int64)
     unique = np.unique(files)
     np.random.default_rng(seed).shuffle(unique)
-    cut1 = int(round(fractions[0] * unique.size))
-    cut2 = cut1 + int(round(fractions[1] * unique.size))
+    # a non-zero share gets at least one file when there are enough files to go round
+    least = [1 if f > 0 and unique.size >= 3 else 0 for f in fractions]
+    valid = max(least[1], int(round(fractions[1] * unique.size)))
+    test = max(least[2], int(round(fractions[2] * unique.size)))
+    cut1 = max(unique.size - valid - test, 0)
+    cut2 = cut1 + valid
     part = {int(f): 0 for f in unique[:cut1]}
     part.update({int(f): 1 for f in unique[cut1:cut2]})
     part.update({int(f): 2 for f in unique[cut2:]})
