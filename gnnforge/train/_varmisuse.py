@@ -59,6 +59,7 @@ class VarMisuseConfig:
     lr: float = 3e-3
     seed: int = 0
     progress: bool = True
+    threads: int = 1  # torch threads per process (the CLI applies it); more thrash a shared CPU
     sync_file: str | None = None  # DDP test hook: each rank saves its parameters here (+rank)
 
 

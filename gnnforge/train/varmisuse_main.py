@@ -7,7 +7,6 @@ Data parallel on CPU: ``torchrun --standalone --nproc_per_node 2 -m gnnforge.tra
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import fields
 
 import torch
@@ -40,9 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args["backends"] = tuple(b for b in args["backends"].split(",") if b)
     if args["max_files"] == 0:
         args["max_files"] = None
-    # two cores in all: each of W processes gets 2 // W threads (at least one)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads()) // world))
+    torch.set_num_threads(args["threads"])
     results = run_varmisuse(VarMisuseConfig(**args))
     if results["world_size"] == 1 or dist.get_rank() == 0:
         print(results["corpus"], results["examples"], sep="\n")
