@@ -79,7 +79,9 @@ class VarMisuseModel(nn.Module):
         self.embed = nn.Embedding(num_labels, hidden)
         self.role = nn.Embedding(3, hidden)
         self.encoder = GatedGraphConv(hidden, num_steps, num_edge_types)
-        self.readout = nn.Linear(hidden, 1)
+        # No bias: a softmax over candidates ignores a shared shift, so its gradient is
+        # rounding noise that Adam would scale up to full-size steps.
+        self.readout = nn.Linear(hidden, 1, bias=False)
 
     def forward(self, batch: GraphBatch, structure: GraphBatch | BandedBlocks) -> Tensor:
         """Scores [C] of the batch's candidate nodes (in node order)."""
