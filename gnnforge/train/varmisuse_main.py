@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         elif isinstance(value, bool):
             parser.add_argument(flag, type=_boolean, default=value)
         else:
-            kind = int if item.name in ("max_files",) else type(value) if value is not None else str
+            kind = (int if item.name in ("max_files", "model_seed")
+                    else type(value) if value is not None else str)
             parser.add_argument(flag, type=kind, default=value)
     args = vars(parser.parse_args(argv))
     args["backends"] = tuple(b for b in args["backends"].split(",") if b)
