@@ -29,6 +29,12 @@ from gnnforge.data._molecules import (
 )
 from gnnforge.data._paths import cache_dir, shared_datasets_dir
 from gnnforge.data._planetoid import read_planetoid
+from gnnforge.data._programs import (
+    PROGRAM_EDGE_TYPES,
+    ProgramGraphs,
+    program_graph_sizes,
+    program_graphs,
+)
 from gnnforge.data._registry import (
     Dataset,
     discover_datasets,
@@ -58,6 +64,8 @@ __all__ = [
     "DataFormatError",
     "Dataset",
     "DatasetSource",
+    "PROGRAM_EDGE_TYPES",
+    "ProgramGraphs",
     "UnsafePickleError",
     "builtin_sources",
     "cache_dir",
@@ -77,6 +85,8 @@ __all__ = [
     "load_molecules",
     "molecule_files",
     "molecule_sizes",
+    "program_graph_sizes",
+    "program_graphs",
     "random_molecule_like",
     "read_edge_list",
     "read_graph_json",
