@@ -1,7 +1,7 @@
 """The table of dataset sources: built-in generators and rules that discover files.
 
 Adding a source is one entry: a `DatasetSource` in `builtin_sources()` for data that
-needs no files (generators; later the RDKit molecules and the standard-library program
+needs no files (generators, the RDKit-shipped molecules, the standard-library program
 graphs), or a function in `DISCOVERY_RULES` that looks at one file and returns a
 `DatasetSource` for it (or None). Rules are tried in order; the first match claims the
 file and its companion files (`DatasetSource.files`).
@@ -70,14 +70,38 @@ def _generator(make: Callable[..., Graph | list[Graph]], what: str) -> Build:
     def build(clean: CleanOptions, **options):
         made = make(**options)
         graphs = made if isinstance(made, list) else [made]
-        cleaned, totals = [], {}
-        for graph in graphs:
-            graph, drops = clean_graph(graph, clean)
-            cleaned.append(graph)
-            totals = {k: totals.get(k, 0) + v for k, v in drops.items()}
-        return cleaned, {"format": f"generator ({what})", "files": [], "drops": totals}
+        return _clean_all(graphs, clean, {"format": f"generator ({what})", "files": []})
 
     return build
+
+
+def _molecules(source: str) -> Build:
+    def build(clean: CleanOptions, **options):
+        from gnnforge.data._molecules import load_molecules
+
+        graphs, meta = load_molecules(source, **options)
+        return _clean_all(graphs, clean, {**meta, "format": "smiles (RDKit, OGB features)"})
+
+    return build
+
+
+def _programs(clean: CleanOptions, **options):
+    from gnnforge.data._programs import program_graphs
+
+    corpus = program_graphs(**options)
+    meta = {"format": "python source (AST + data flow)", "files": len(corpus.files),
+            "parse_failures": len(corpus.failures), "vocabulary": len(corpus.vocab),
+            "edge_types": list(corpus.edge_types)}
+    return _clean_all(corpus.graphs, clean, meta)
+
+
+def _clean_all(graphs: list[Graph], clean: CleanOptions, meta: dict[str, Any]):
+    cleaned, totals = [], {}
+    for graph in graphs:
+        graph, drops = clean_graph(graph, clean)
+        cleaned.append(graph)
+        totals = {k: totals.get(k, 0) + v for k, v in drops.items()}
+    return cleaned, {**meta, "drops": totals}
 
 
 def builtin_sources() -> list[DatasetSource]:
@@ -122,6 +146,23 @@ def builtin_sources() -> list[DatasetSource]:
             options={"num_graphs": 2000, "mean_atoms": 23.0, "seed": 0},
             builtin=True,
             fmt="generator",
+            collection=True,
+        ),
+        DatasetSource(
+            "nci-molecules",
+            "the 5,000 NCI molecules RDKit ships (invalid SMILES counted)",
+            _molecules("nci"),
+            builtin=True,
+            fmt="smiles",
+            collection=True,
+        ),
+        DatasetSource(
+            "python-programs",
+            "function graphs of this interpreter's standard library (first 200 files)",
+            _programs,
+            options={"max_files": 200},
+            builtin=True,
+            fmt="python",
             collection=True,
         ),
     ]
