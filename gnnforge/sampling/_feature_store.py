@@ -15,7 +15,8 @@ class FeatureStore:
     The store models slow memory (host memory seen from a GPU, or a remote machine): a
     miss copies the row from `features` and counts its bytes; a hit is served from the
     cache. Recency has minibatch granularity: every row touched by one `fetch` gets the
-    same timestamp, and a miss evicts the least recently fetched rows. Rows that miss
+    later timestamp than every earlier fetch (rows of one fetch are ordered by position),
+and a miss evicts the least recently fetched rows. Rows that miss
     when the batch alone needs more than `capacity` rows are served but only the first
     `capacity` of them are kept.
 
@@ -64,7 +65,8 @@ class FeatureStore:
         if ids.size and (ids.min() < 0 or ids.max() >= self.num_nodes):
             bad = int(np.flatnonzero((ids < 0) | (ids >= self.num_nodes))[0])
             raise ValueError(f"nodes[{bad}] = {ids[bad]} is out of range [0, {self.num_nodes})")
-        self._clock += 1
+        base = self._clock + 1
+        self._clock += ids.size + 1
         slots = self._slot_of[ids]
         hit = slots >= 0
         out = self.features.new_empty((ids.size, *self.features.shape[1:]))
@@ -72,19 +74,19 @@ class FeatureStore:
         miss_pos = np.flatnonzero(~hit)
         if hit_pos.size:
             out[torch.from_numpy(hit_pos)] = self._cache[torch.from_numpy(slots[hit_pos])]
-            self._last_used[slots[hit_pos]] = self._clock
+            self._last_used[slots[hit_pos]] = base + hit_pos
         if miss_pos.size:
             miss_ids = torch.from_numpy(ids[miss_pos])
             out[torch.from_numpy(miss_pos)] = self.features[miss_ids]
-            self._admit(ids[miss_pos], out[torch.from_numpy(miss_pos)])
+            self._admit(ids[miss_pos], base, miss_pos + base, out[torch.from_numpy(miss_pos)])
         self.hits += int(hit_pos.size)
         self.misses += int(miss_pos.size)
         self.bytes_copied += int(miss_pos.size) * self._row_bytes
         return out
 
-    def _admit(self, ids: np.ndarray, rows: Tensor) -> None:
+    def _admit(self, ids: np.ndarray, base: int, stamps: np.ndarray, rows: Tensor) -> None:
         """Put missed rows into the least recently used slots not touched by this batch."""
-        free = np.flatnonzero(self._last_used < self._clock)
+        free = np.flatnonzero(self._last_used < base)
         take = min(free.size, ids.size)
         if take == 0:
             return
@@ -94,7 +96,7 @@ class FeatureStore:
         self._slot_of[old[old >= 0]] = -1
         self._node_in[victims] = ids[:take]
         self._slot_of[ids[:take]] = victims
-        self._last_used[victims] = self._clock
+        self._last_used[victims] = stamps[:take]
         self._cache[torch.from_numpy(victims)] = rows[:take]
 
     def __repr__(self) -> str:
