@@ -15,8 +15,8 @@ class FeatureStore:
     The store models slow memory (host memory seen from a GPU, or a remote machine): a
     miss copies the row from `features` and counts its bytes; a hit is served from the
     cache. Recency has minibatch granularity: every row touched by one `fetch` gets the
-    later timestamp than every earlier fetch (rows of one fetch are ordered by position),
-and a miss evicts the least recently fetched rows. Rows that miss
+    later timestamp than every earlier fetch (hits refreshed in batch order, then misses
+admitted in batch order), and a miss evicts the least recently fetched rows. Rows that miss
     when the batch alone needs more than `capacity` rows are served but only the first
     `capacity` of them are kept.
 
@@ -66,7 +66,7 @@ and a miss evicts the least recently fetched rows. Rows that miss
             bad = int(np.flatnonzero((ids < 0) | (ids >= self.num_nodes))[0])
             raise ValueError(f"nodes[{bad}] = {ids[bad]} is out of range [0, {self.num_nodes})")
         base = self._clock + 1
-        self._clock += ids.size + 1
+        self._clock += 2 * ids.size + 1
         slots = self._slot_of[ids]
         hit = slots >= 0
         out = self.features.new_empty((ids.size, *self.features.shape[1:]))
@@ -78,7 +78,7 @@ and a miss evicts the least recently fetched rows. Rows that miss
         if miss_pos.size:
             miss_ids = torch.from_numpy(ids[miss_pos])
             out[torch.from_numpy(miss_pos)] = self.features[miss_ids]
-            self._admit(ids[miss_pos], base, miss_pos + base, out[torch.from_numpy(miss_pos)])
+            self._admit(ids[miss_pos], base, base + ids.size + np.arange(miss_pos.size), out[torch.from_numpy(miss_pos)])
         self.hits += int(hit_pos.size)
         self.misses += int(miss_pos.size)
         self.bytes_copied += int(miss_pos.size) * self._row_bytes
