@@ -64,11 +64,17 @@ def sample_blocks(graph: Graph, seeds: np.ndarray, key: VariateKey, num_layers: 
     frontier = seeds
     blocks = []
     for layer in reversed(range(num_layers)):
-        counts, src, eid, weight = layer_fn(csr, frontier, layer, key.for_layer(layer))
-        col, src_nodes = compact(frontier, src, local_of)
-        blocks.append(make_block(src_nodes, counts, col, eid, weight))
-        frontier = src_nodes
+        blocks.append(sample_layer(csr, frontier, layer, key, layer_fn, local_of))
+        frontier = blocks[-1].src_nodes.numpy()
     return blocks[::-1]
+
+
+def sample_layer(csr: tuple, frontier: np.ndarray, layer: int, key: VariateKey,
+                 layer_fn: LayerFn, local_of: np.ndarray) -> Block:
+    """One compacted block for destinations `frontier` (`local_of`: [N] scratch of -1)."""
+    counts, src, eid, weight = layer_fn(csr, frontier, layer, key.for_layer(layer))
+    col, src_nodes = compact(frontier, src, local_of)
+    return make_block(src_nodes, counts, col, eid, weight)
 
 
 def make_block(src_nodes: np.ndarray, counts: np.ndarray, col: np.ndarray, eid: np.ndarray,

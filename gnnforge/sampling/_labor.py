@@ -47,6 +47,15 @@ class LaborSampler:
                key: VariateKey | None = None) -> list[Block]:
         """Sample blocks whose last layer's destinations are `seeds` (see NeighborSampler)."""
         seeds_np = check_seeds(graph, seeds)
+        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
+                             self.layer_fn(graph))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.fanouts)
+
+    def layer_fn(self, graph: Graph):
+        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
         fanouts = self.fanouts
         iterations = self.importance_sampling
         num_nodes = graph.num_nodes
@@ -62,7 +71,7 @@ class LaborSampler:
                 layer_key.key_b, layer_key.mix, layer_key.dependent)
             return counts, src, eid, weight if use_pi else None
 
-        return sample_blocks(graph, seeds_np, resolve_key(generator, key), len(fanouts), layer)
+        return layer
 
     @staticmethod
     def probabilities(rowptr: np.ndarray, col: np.ndarray, frontier: np.ndarray, fanout: int,

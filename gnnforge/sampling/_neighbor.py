@@ -50,6 +50,16 @@ class NeighborSampler:
             len(fanouts) blocks, input layer first.
         """
         seeds_np = check_seeds(graph, seeds)
+        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
+                             self.layer_fn(graph))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.fanouts)
+
+    def layer_fn(self, graph: Graph):
+        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
+        del graph  # uniform picks need only the CSR
         fanouts = self.fanouts
 
         def layer(csr, frontier, index, layer_key):
@@ -58,7 +68,7 @@ class NeighborSampler:
                 layer_key.key_b, layer_key.mix, layer_key.dependent)
             return counts, src, eid, None
 
-        return sample_blocks(graph, seeds_np, resolve_key(generator, key), len(fanouts), layer)
+        return layer
 
     def __repr__(self) -> str:
         return f"NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"

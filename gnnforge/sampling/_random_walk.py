@@ -40,7 +40,7 @@ class RandomWalkSampler:
                 raise ValueError(f"RandomWalkSampler: {name} must be an int >= 1, got {value!r}")
         if not 0.0 <= restart_prob < 1.0:
             raise ValueError(f"RandomWalkSampler: restart_prob must lie in [0, 1), got {restart_prob}")
-        self.num_layers = int(num_layers)
+        self._num_layers = int(num_layers)
         self.num_neighbors = int(num_neighbors)
         self.walk_length = int(walk_length)
         self.num_walks = int(num_walks)
@@ -51,6 +51,16 @@ class RandomWalkSampler:
                key: VariateKey | None = None) -> list[Block]:
         """Sample blocks whose last layer's destinations are `seeds` (see NeighborSampler)."""
         seeds_np = check_seeds(graph, seeds)
+        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
+                             self.layer_fn(graph))
+
+    @property
+    def num_layers(self) -> int:
+        return self._num_layers
+
+    def layer_fn(self, graph: Graph):
+        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
+        del graph  # walks need only the CSR
 
         def layer(csr, frontier, index, layer_key):
             rowptr, col, _ = csr
@@ -60,7 +70,7 @@ class RandomWalkSampler:
                 layer_key.dependent)
             return counts, src, np.full(src.size, -1, dtype=np.int64), weight
 
-        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers, layer)
+        return layer
 
     def __repr__(self) -> str:
         return (f"RandomWalkSampler(num_layers={self.num_layers}, "
