@@ -171,24 +171,29 @@ def _evaluate(model, graph, features, labels, nodes, sampler):
 
 def cache(args) -> None:
     torch.set_num_threads(2)
-    data = load("facebook")
+    data = load(args.graph)
     graph, features, labels = data.graph, data.features, data.labels
-    train, _, test = _split(graph.num_nodes)
+    train = args.no_train or labels is None or features is None
+    if features is None:
+        features = torch.zeros(graph.num_nodes, 128)  # only the row count and size matter
+    nodes, _, test = _split(graph.num_nodes)
     capacity = int(args.cache_fraction * graph.num_nodes)
-    print(f"facebook: {graph.num_nodes:,} nodes, features {tuple(features.shape)}, "
+    print(f"{args.graph}: {graph.num_nodes:,} nodes, features {tuple(features.shape)}, "
           f"{args.sampler} fanouts {args.fanouts}, batch {args.batch_size}, "
-          f"{args.epochs} epochs, LRU cache of {capacity:,} rows ({args.cache_fraction:.0%})\n")
+          f"{args.epochs} epochs over {nodes.numel():,} training seeds, LRU cache of "
+          f"{capacity:,} rows ({args.cache_fraction:.0%})"
+          + ("; sampling and fetching only (no training)" if train else "") + "\n")
     print("| kappa | cache miss rate | bytes copied | test accuracy |")
     print("|---:|---:|---:|---:|")
     for kappa in args.kappas:
         sampler = (LaborSampler(args.fanouts) if args.sampler == "labor0"
                    else NeighborSampler(args.fanouts))
         torch.manual_seed(0)
-        model = BlockSAGE([features.shape[1], 64, int(labels.max()) + 1])
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        model = BlockSAGE([features.shape[1], 64, int(labels.max()) + 1]) if not train else None
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01) if model else None
         store = FeatureStore(features, capacity)
         keys = DependentKeys(kappa, seed=7)
-        seeds_iter = NodeSeeds(train, args.batch_size, seed=0)
+        seeds_iter = NodeSeeds(nodes, args.batch_size, seed=0)
         step = 0
         for epoch in tqdm(range(args.epochs), desc=f"kappa={kappa}", leave=False):
             seeds_iter.set_epoch(epoch)
@@ -196,13 +201,16 @@ def cache(args) -> None:
                 blocks = sampler.sample(graph, seeds, key=keys[step])
                 step += 1
                 x = store.fetch(blocks[0].src_nodes)
+                if model is None:
+                    continue
                 loss = F.cross_entropy(model(blocks, x), labels[seeds])
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-        accuracy = _evaluate(model, graph, features, labels, test, NeighborSampler(args.fanouts))
+        accuracy = ("n/a" if model is None else
+                    f"{_evaluate(model, graph, features, labels, test, NeighborSampler(args.fanouts)):.3f}")
         print(f"| {kappa} | {store.miss_rate:.1%} | {store.bytes_copied / 2**20:,.0f} MiB | "
-              f"{accuracy:.3f} |")
+              f"{accuracy} |")
 
 
 # ----------------------------------------------------------------------------- cooperative
@@ -308,11 +316,13 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--batches", type=int, default=5)
     p = sub.add_parser("cache")
+    p.add_argument("--graph", default="facebook")
+    p.add_argument("--no-train", action="store_true", help="measure the cache only")
     p.add_argument("--kappas", nargs="+", type=float, default=[1, 16, 256, math.inf])
     p.add_argument("--sampler", choices=["labor0", "ns"], default="labor0")
     p.add_argument("--fanouts", nargs="+", type=int, default=[10, 10])
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--cache-fraction", type=float, default=0.2)
     p = sub.add_parser("cooperative")
     p.add_argument("--graphs", nargs="+", default=["github", "rmat"])

@@ -35,7 +35,12 @@ def _model():
 def _cooperative_step(rank, world_size, sampler_name):
     graph, features, labels, owner, seeds, key = _problem(world_size)
     local = seeds[owner[seeds] == rank]
-    batch = CooperativeSampler(SAMPLERS[sampler_name], owner).sample(graph, local, key)
+    coop = CooperativeSampler(SAMPLERS[sampler_name], owner)
+    if world_size > 1:  # raised before any collective, so the processes stay in step
+        foreign = seeds[owner[seeds] != rank][:1]
+        with pytest.raises(ValueError, match=f"owned by process {1 - rank}"):
+            coop.sample(graph, foreign, key)
+    batch = coop.sample(graph, local, key)
     assert bool((owner[batch.input_nodes] == rank).all())
     model = _model()
     out = model(batch.blocks, features[batch.input_nodes], exchange=batch.exchanges())
