@@ -173,7 +173,7 @@ def cache(args) -> None:
     torch.set_num_threads(2)
     data = load(args.graph)
     graph, features, labels = data.graph, data.features, data.labels
-    train = args.no_train or labels is None or features is None
+    measure_only = args.no_train or labels is None or features is None
     if features is None:
         features = torch.zeros(graph.num_nodes, 128)  # only the row count and size matter
     nodes, _, test = _split(graph.num_nodes)
@@ -182,14 +182,14 @@ def cache(args) -> None:
           f"{args.sampler} fanouts {args.fanouts}, batch {args.batch_size}, "
           f"{args.epochs} epochs over {nodes.numel():,} training seeds, LRU cache of "
           f"{capacity:,} rows ({args.cache_fraction:.0%})"
-          + ("; sampling and fetching only (no training)" if train else "") + "\n")
+          + ("; sampling and fetching only (no training)" if measure_only else "") + "\n")
     print("| kappa | cache miss rate | bytes copied | test accuracy |")
     print("|---:|---:|---:|---:|")
     for kappa in args.kappas:
         sampler = (LaborSampler(args.fanouts) if args.sampler == "labor0"
                    else NeighborSampler(args.fanouts))
         torch.manual_seed(0)
-        model = BlockSAGE([features.shape[1], 64, int(labels.max()) + 1]) if not train else None
+        model = None if measure_only else BlockSAGE([features.shape[1], 64, int(labels.max()) + 1])
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01) if model else None
         store = FeatureStore(features, capacity)
         keys = DependentKeys(kappa, seed=7)

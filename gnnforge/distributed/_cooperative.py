@@ -83,7 +83,8 @@ class CooperativeSampler:
                                "(torchrun, or gnnforge.distributed.spawn)")
         owner = torch.as_tensor(owner, dtype=torch.int64)
         world = dist.get_world_size()
-        if owner.dim() != 1 or (owner.numel() and (int(owner.min()) < 0 or int(owner.max()) >= world)):
+        out_of_range = owner.numel() and (int(owner.min()) < 0 or int(owner.max()) >= world)
+        if owner.dim() != 1 or out_of_range:
             raise ValueError(f"owner must be a 1-D tensor of ranks in [0, {world}), got shape "
                              f"{tuple(owner.shape)}")
         self.sampler = sampler

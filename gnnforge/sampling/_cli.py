@@ -22,7 +22,8 @@ def _names(choices):
         names = [x for x in text.split(",") if x]
         bad = [n for n in names if n not in choices]
         if bad or not names:
-            raise argparse.ArgumentTypeError(f"unknown {bad or text!r}; choose from {', '.join(choices)}")
+            raise argparse.ArgumentTypeError(
+                f"unknown {bad or text!r}; choose from {', '.join(choices)}")
         return names
     return parse
 
@@ -32,7 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"comma list of {', '.join(GRAPHS)} (real ones need shared/datasets)")
     parser.add_argument("--sampler", type=_names(SAMPLER_NAMES), default=list(SAMPLER_NAMES),
                         help="comma list of " + ", ".join(SAMPLER_NAMES))
-    parser.add_argument("--fanouts", type=_int_list, default=[10, 10, 10], help="per layer, input first")
+    parser.add_argument("--fanouts", type=_int_list, default=[10, 10, 10],
+                        help="per layer, input first")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--curve", action="store_true", help="sweep --batch-sizes instead")
     parser.add_argument("--batch-sizes", type=_int_list, default=[64, 256, 1024, 4096, 16384])

@@ -293,7 +293,8 @@ def random_walk_layer(rowptr, col, frontier, walk_length, num_walks, restart_pro
                 if cur != seed:
                     visits[m] = cur
                     m += 1
-                if variate(key_a, key_b, mix, dependent, seed, draw + 1 + _SALT_DRAW) < restart_prob:
+                restart = variate(key_a, key_b, mix, dependent, seed, draw + 1 + _SALT_DRAW)
+                if restart < restart_prob:
                     cur = seed
         if m == 0:
             continue

@@ -92,9 +92,11 @@ def plot_curve(points: list[WorkPoint], path: str) -> None:
         for sampler in dict.fromkeys(p.sampler for p in points if p.graph == graph):
             mine = [p for p in points if p.graph == graph and p.sampler == sampler]
             sizes = [p.batch_size for p in mine]
-            axes[row, 0].plot(sizes, [p.vertices[0] / p.batch_size for p in mine], "o-", label=sampler)
-            axes[row, 1].plot(sizes, [sum(p.edges) / p.batch_size for p in mine], "o-", label=sampler)
-            axes[row, 2].plot(sizes, [p.vertices_per_epoch for p in mine], "o-", label=sampler)
+            series = ([p.vertices[0] / p.batch_size for p in mine],
+                      [sum(p.edges) / p.batch_size for p in mine],
+                      [p.vertices_per_epoch for p in mine])
+            for col, values in enumerate(series):
+                axes[row, col].plot(sizes, values, "o-", label=sampler)
         titles = ("input-layer vertices per seed", "edges per seed (all layers)",
                   "sampled vertices per epoch")
         for col, title in enumerate(titles):

@@ -57,7 +57,8 @@ class BlockSAGE(nn.Module):
                 of the block's sources (cooperative minibatching); None for one process.
         """
         if len(blocks) != len(self.self_weights):
-            raise ValueError(f"BlockSAGE has {len(self.self_weights)} layers, got {len(blocks)} blocks")
+            raise ValueError(f"BlockSAGE has {len(self.self_weights)} layers, "
+                             f"got {len(blocks)} blocks")
         h = x
         for layer, block in enumerate(blocks):
             h_src = exchange[layer](h) if exchange is not None else h
