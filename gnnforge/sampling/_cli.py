@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="per layer, input first")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--curve", action="store_true", help="sweep --batch-sizes instead")
-    parser.add_argument("--batch-sizes", type=_int_list, default=[64, 256, 1024, 4096, 16384])
+    parser.add_argument("--batch-sizes", type=_int_list, default=[64, 256, 1024, 4096])
     parser.add_argument("--batches", type=int, default=5, help="batches averaged per point")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", metavar="FILE.png", help="save the work-vs-batch-size figure")
