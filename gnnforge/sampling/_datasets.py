@@ -1,26 +1,26 @@
-"""A minimal private loader for the graphs the sampling measurements use.
+"""The graphs the sampling measurements use, loaded through `gnnforge.data`.
 
-Temporary: the data capability's loaders had not landed when this was written; switch
-the CLI and benchmark to `gnnforge.data` loaders once they exist. Every graph is returned
-undirected (both directions, deduplicated, no self-loops), as sampling benchmarks use them.
+Every graph is returned undirected (both directions, deduplicated, no self-loops), as
+the sampling benchmarks and the paper's curves use them; the cleaning counts are in the
+dataset's metadata.
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from gnnforge.data import rmat, shared_datasets_dir
+from gnnforge.data import CleanOptions, clean_graph, load_dataset, rmat
 from gnnforge.graph import Graph
 
-GRAPHS = ("github", "facebook", "slashdot", "rmat", "rmat-small")
+# name here -> name in the gnnforge.data registry (None: generated, needs no files)
+_REGISTRY_NAMES = {"github": "musae-git", "facebook": "musae-facebook",
+                   "slashdot": "soc-slashdot0902", "rmat": "rmat_s17_e21", "rmat-small": None}
+GRAPHS = tuple(_REGISTRY_NAMES)
+_UNDIRECTED = dict(symmetrize=True, dedup=True, self_loops="remove")
 
 
 @dataclass(frozen=True)
@@ -39,60 +39,30 @@ def load(name: str, feature_dim: int = 128, seed: int = 0) -> LoadedGraph:
     """
     if name not in GRAPHS:
         raise ValueError(f"unknown graph {name!r}; choose one of {', '.join(GRAPHS)}")
-    if name == "rmat-small":
-        return LoadedGraph(name, _undirected(rmat(14, 2**18, seed=seed)))
-    root = shared_datasets_dir()
-    if root is None:
+    if _REGISTRY_NAMES[name] is None:
+        graph, _ = clean_graph(rmat(14, 2**18, seed=seed), CleanOptions(**_UNDIRECTED))
+        return LoadedGraph(name, graph)
+    try:
+        dataset = load_dataset(_REGISTRY_NAMES[name], **_UNDIRECTED)
+    except KeyError as error:
         raise FileNotFoundError(f"graph {name!r} needs shared/datasets (set GNNFORGE_DATASETS); "
-                                "'rmat-small' works without it")
-    if name == "rmat":
-        data = np.load(root / "synthetic" / "rmat_s17_e21.npz")
-        return LoadedGraph(name, _from_arrays(data["src"], data["dst"], int(data["num_nodes"])))
-    if name == "github":
-        edges = _csv_pairs(root / "musae_github" / "git_edges.csv.gz")
-        labels = _csv_column(root / "musae_github" / "git_target.csv.gz", 2).astype(np.int64)
-        return LoadedGraph(name, _from_arrays(edges[:, 0], edges[:, 1], labels.size),
-                           labels=torch.from_numpy(labels))
-    if name == "slashdot":
-        edges = np.loadtxt(root / "snap_soc_slashdot0902" / "soc-Slashdot0902.txt.gz",
-                           comments="#", dtype=np.int64)
-        return LoadedGraph(name, _from_arrays(edges[:, 0], edges[:, 1], int(edges.max()) + 1))
-    return _facebook(root / "musae_facebook", feature_dim, seed)
+                                "'rmat-small' works without it") from error
+    graph = dataset.graph
+    labels = graph.node_data.get("y")
+    features = None
+    if "feature_ids" in graph.node_data:
+        features = _project(graph.node_data["feature_ids"], feature_dim, seed)
+    structure = Graph._trusted(graph.src, graph.dst, graph.num_nodes)
+    return LoadedGraph(name, structure, features, labels)
 
 
-def _facebook(folder: Path, feature_dim: int, seed: int) -> LoadedGraph:
-    edges = _csv_pairs(folder / "facebook_edges.csv.gz")
-    kinds = _csv_column(folder / "facebook_target.csv.gz", 3)
-    classes = {kind: i for i, kind in enumerate(sorted(set(kinds.tolist())))}
-    labels = torch.tensor([classes[k] for k in kinds.tolist()], dtype=torch.int64)
-    with gzip.open(folder / "facebook.json.gz", "rt") as handle:
-        active = json.load(handle)
-    # The 4,714 binary features, randomly projected to feature_dim dense columns.
-    rows = np.concatenate([np.full(len(v), int(k)) for k, v in active.items()])
-    cols = np.concatenate([np.asarray(v, dtype=np.int64) for v in active.values()])
+def _project(feature_ids: Tensor, feature_dim: int, seed: int) -> Tensor:
+    """Sparse binary features (ids padded with -1) randomly projected to dense columns."""
+    ids = feature_ids.numpy()
+    rows, slots = np.nonzero(ids >= 0)
+    cols = ids[rows, slots]
     projection = np.random.default_rng(seed).standard_normal((int(cols.max()) + 1, feature_dim))
-    features = np.zeros((labels.numel(), feature_dim))
+    features = np.zeros((ids.shape[0], feature_dim))
     np.add.at(features, rows, projection[cols])
-    features /= np.sqrt(np.maximum(np.bincount(rows, minlength=labels.numel()), 1))[:, None]
-    graph = _from_arrays(edges[:, 0], edges[:, 1], labels.numel())
-    return LoadedGraph("facebook", graph, torch.from_numpy(features.astype(np.float32)), labels)
-
-
-def _csv_pairs(path: Path) -> np.ndarray:
-    return np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64)
-
-
-def _csv_column(path: Path, column: int) -> np.ndarray:
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
-        rows = csv.reader(handle)  # page names contain quoted commas
-        next(rows)
-        return np.asarray([row[column] for row in rows])
-
-
-def _from_arrays(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> Graph:
-    return _undirected(Graph(torch.from_numpy(src.astype(np.int64)),
-                             torch.from_numpy(dst.astype(np.int64)), num_nodes))
-
-
-def _undirected(graph: Graph) -> Graph:
-    return graph.remove_self_loops().to_undirected(dedup=True)
+    features /= np.sqrt(np.maximum(np.bincount(rows, minlength=ids.shape[0]), 1))[:, None]
+    return torch.from_numpy(features.astype(np.float32))
