@@ -1,0 +1,150 @@
+"""npz graph files: gnn-benchmark (Shchur et al.), GraphGallery, and plain edge arrays.
+
+Members are read one by one from the zip. Plain arrays go through numpy with
+`allow_pickle=False`; an object-array member (GraphGallery stores scipy matrices that
+way) is unpickled by the restricted unpickler, never by numpy's pickle path.
+
+Features: `features="dense"` (default) stores x [N, F] float32 as PyG does;
+`features="none"` skips them (the feature width is still reported in meta). Masks are
+not stored in these files; none are invented.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse
+import torch
+
+from gnnforge.data._clean import CleanOptions, clean_graph
+from gnnforge.data._errors import DataFormatError
+from gnnforge.data._safe_pickle import safe_loads
+from gnnforge.graph import Graph
+
+__all__ = ["npz_kind", "read_graph_npz", "read_npz_members"]
+
+_FEATURE_CHOICES = ("dense", "none")
+
+
+def read_npz_members(path: str | Path) -> dict[str, Any]:
+    """Every member of an npz file; object arrays are unpickled with the restricted unpickler."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise DataFormatError(path, f"not an npz (zip) file ({error})") from error
+    members = {}
+    with archive:
+        for name in archive.namelist():
+            key = name.removesuffix(".npy")
+            members[key] = _read_member(archive.read(name), f"{path}[{name}]")
+    return members
+
+
+def _read_member(raw: bytes, where: str) -> Any:
+    handle = io.BytesIO(raw)
+    try:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+    except ValueError as error:
+        raise DataFormatError(where, f"not an .npy array ({error})") from error
+    if dtype.hasobject:
+        value = safe_loads(raw[handle.tell():], where)
+        return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
+    handle.seek(0)
+    try:
+        return np.lib.format.read_array(handle, allow_pickle=False)
+    except ValueError as error:
+        raise DataFormatError(where, f"unreadable array ({error})") from error
+
+
+def npz_kind(members: dict[str, Any]) -> str | None:
+    """'gnn-benchmark', 'graphgallery', 'edge-arrays' or None, from the member names."""
+    if {"adj_data", "adj_indices", "adj_indptr", "adj_shape"} <= members.keys():
+        return "gnn-benchmark"
+    if {"adj_matrix", "node_label"} <= members.keys():
+        return "graphgallery"
+    if {"src", "dst", "num_nodes"} <= members.keys():
+        return "edge-arrays"
+    return None
+
+
+def _csr(path: str | Path, what: str, value: Any) -> scipy.sparse.csr_matrix:
+    if not isinstance(value, scipy.sparse.csr_matrix):
+        raise DataFormatError(path, f"{what}: expected a scipy csr_matrix, got {type(value).__name__}")
+    # Rebuild from the three arrays: an unpickled matrix skipped scipy's own checks.
+    matrix = scipy.sparse.csr_matrix((np.asarray(value.data), np.asarray(value.indices),
+                                      np.asarray(value.indptr)), shape=value.shape)
+    try:
+        matrix.check_format(full_check=True)
+    except ValueError as error:
+        raise DataFormatError(path, f"{what}: invalid CSR matrix ({error})") from error
+    return matrix
+
+
+def read_graph_npz(path: str | Path, *, clean: CleanOptions = CleanOptions(),
+                   features: str = "dense") -> tuple[Graph, dict[str, Any]]:
+    """Read a gnn-benchmark, GraphGallery or edge-array npz (kind sniffed from members).
+
+    Node data: x [N, F] float32 (features="dense"), y [N] int64 labels. The adjacency
+    entry (i, j) is the edge i -> j, as stored (not symmetrised unless asked).
+
+    Raises:
+        DataFormatError: unknown member layout, malformed matrices, mismatched lengths,
+            or a pickle member that asks for anything but numpy/scipy types.
+    """
+    if features not in _FEATURE_CHOICES:
+        raise ValueError(f"features must be one of {_FEATURE_CHOICES}, got {features!r}")
+    members = read_npz_members(path)
+    kind = npz_kind(members)
+    if kind is None:
+        raise DataFormatError(path, f"unknown npz layout with members {sorted(members)}; expected "
+                                    "gnn-benchmark (adj_data, ...), GraphGallery (adj_matrix, "
+                                    "node_label) or edge arrays (src, dst, num_nodes)")
+    meta: dict[str, Any] = {"format": f"npz ({kind})", "files": [str(path)]}
+    if kind == "edge-arrays":
+        graph = Graph(members["src"], members["dst"], int(members["num_nodes"]))
+    else:
+        adj, attr, labels = _parts(path, kind, members)
+        if adj.shape[0] != adj.shape[1]:
+            raise DataFormatError(path, f"adjacency must be square, got {adj.shape}")
+        node_data = {}
+        if labels is not None:
+            if labels.shape != (adj.shape[0],):
+                raise DataFormatError(path, f"labels have shape {labels.shape} for {adj.shape[0]} nodes")
+            node_data["y"] = torch.from_numpy(labels.astype(np.int64))
+            meta["num_classes"] = int(labels.max()) + 1 if labels.size else 0
+        if attr is not None:
+            if attr.shape[0] != adj.shape[0]:
+                raise DataFormatError(path, f"features have {attr.shape[0]} rows for {adj.shape[0]} nodes")
+            meta["feature_dim"] = int(attr.shape[1])
+            meta["feature_nnz"] = int(attr.nnz)
+            if features == "dense":
+                node_data["x"] = torch.from_numpy(attr.toarray().astype(np.float32))
+        coo = adj.tocoo()
+        graph = Graph(torch.from_numpy(coo.row.astype(np.int64)),
+                      torch.from_numpy(coo.col.astype(np.int64)), adj.shape[0], node_data=node_data)
+    graph, meta["drops"] = clean_graph(graph, clean)
+    return graph, meta
+
+
+def _parts(path, kind, members):
+    if kind == "gnn-benchmark":
+        adj = _csr(path, "adjacency", scipy.sparse.csr_matrix(
+            (members["adj_data"], members["adj_indices"], members["adj_indptr"]),
+            shape=tuple(members["adj_shape"])))
+        attr = None
+        if "attr_data" in members:
+            attr = _csr(path, "features", scipy.sparse.csr_matrix(
+                (members["attr_data"], members["attr_indices"], members["attr_indptr"]),
+                shape=tuple(members["attr_shape"])))
+        return adj, attr, members.get("labels")
+    adj = _csr(path, "adj_matrix", members["adj_matrix"])
+    attr = _csr(path, "node_attr", members["node_attr"]) if members.get("node_attr") is not None else None
+    return adj, attr, np.asarray(members["node_label"])

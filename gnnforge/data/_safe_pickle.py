@@ -1,0 +1,96 @@
+"""A restricted unpickler for the pickled dataset files (Planetoid, GraphGallery npz).
+
+`pickle.load` on a downloaded file runs whatever the file asks for. These files only need
+numpy arrays, scipy CSR matrices and a defaultdict of lists, so `safe_load` admits exactly
+those globals (under both the old and the new module paths that pickles written by other
+numpy/scipy versions use) and refuses every other one by name.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import pickle
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import scipy.sparse
+
+from gnnforge.data._errors import DataFormatError
+
+__all__ = ["ALLOWED_GLOBALS", "UnsafePickleError", "safe_load", "safe_loads"]
+
+
+def _numpy_multiarray():
+    # numpy 2 moved numpy.core to numpy._core; importing the old name warns.
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy < 2
+        from numpy.core import multiarray
+    return multiarray
+
+
+def _allowed() -> dict[tuple[str, str], Any]:
+    multiarray = _numpy_multiarray()
+    allowed = {
+        ("numpy", "dtype"): np.dtype,
+        ("numpy", "ndarray"): np.ndarray,
+        ("collections", "defaultdict"): collections.defaultdict,
+        ("builtins", "list"): list,
+        ("__builtin__", "list"): list,  # Python 2 pickles
+    }
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
+        allowed[(module, "_reconstruct")] = multiarray._reconstruct
+        allowed[(module, "scalar")] = multiarray.scalar
+    for module in ("scipy.sparse.csr", "scipy.sparse._csr", "scipy.sparse"):
+        allowed[(module, "csr_matrix")] = scipy.sparse.csr_matrix
+    return allowed
+
+
+#: (module, name) pairs a dataset pickle may reference; everything else is refused.
+ALLOWED_GLOBALS = frozenset(_allowed())
+
+
+class UnsafePickleError(DataFormatError):
+    """A pickle asked for a global outside `ALLOWED_GLOBALS`; nothing was executed."""
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def __init__(self, handle: BinaryIO, path: str) -> None:
+        super().__init__(handle, encoding="latin1")  # Python 2 pickles hold byte strings
+        self._path = path
+        self._table = _allowed()
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return self._table[(module, name)]
+        except KeyError:
+            raise UnsafePickleError(
+                self._path, f"pickle references the global {module}.{name}, which is not "
+                "allowed in a dataset file (only numpy arrays, scipy csr_matrix and "
+                "collections.defaultdict of lists are); refusing to load it") from None
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafePickleError(self._path, f"pickle uses a persistent id ({pid!r}); refusing")
+
+
+def safe_loads(data: bytes, path: str | Path = "<bytes>") -> Any:
+    """Unpickle `data` admitting only the dataset globals; `path` names it in errors.
+
+    Raises:
+        UnsafePickleError: the pickle references a global that is not allowed.
+        DataFormatError: the bytes are not a valid pickle.
+    """
+    try:
+        return _RestrictedUnpickler(io.BytesIO(data), str(path)).load()
+    except UnsafePickleError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError) as error:
+        raise DataFormatError(path, f"not a valid pickle ({type(error).__name__}: {error})") from error
+
+
+def safe_load(path: str | Path) -> Any:
+    """`safe_loads` of a file's whole content."""
+    return safe_loads(Path(path).read_bytes(), path)
