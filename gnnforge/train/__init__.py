@@ -1,0 +1,22 @@
+"""Training: tasks, the shared loop with exact resume, configuration and the CLI."""
+
+from gnnforge.train._config import ConfigError, TrainConfig, load_config
+from gnnforge.train._engine import Task, fit
+from gnnforge.train._fixed_batches import FixedShapeBatches
+from gnnforge.train._graph_task import GraphTask, split_indices
+from gnnforge.train._nci_tpsa import load_nci_tpsa
+from gnnforge.train._node_task import NodeTask, load_node_dataset
+
+__all__ = [
+    "ConfigError",
+    "FixedShapeBatches",
+    "GraphTask",
+    "NodeTask",
+    "Task",
+    "TrainConfig",
+    "fit",
+    "load_config",
+    "load_nci_tpsa",
+    "load_node_dataset",
+    "split_indices",
+]
