@@ -1,0 +1,127 @@
+"""A packing plan and its metrics: efficiency per component, packs, lower bound, gap."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["PackingPlan", "lower_bound"]
+
+
+def lower_bound(totals: np.ndarray, limits: np.ndarray, num_graphs: int,
+                max_graphs_per_pack: int | None) -> int:
+    """max_k ceil(total_k / limit_k), with graph count as one more component when capped.
+
+    No plan can use fewer packs: each pack holds at most limit_k of component k.
+    """
+    bound = 0
+    for total, limit in zip(totals.tolist(), limits.tolist()):
+        if total:
+            bound = max(bound, -(-int(total) // max(int(limit), 1)))
+    if max_graphs_per_pack:
+        bound = max(bound, -(-num_graphs // max_graphs_per_pack))
+    return bound
+
+
+@dataclass(frozen=True)
+class PackingPlan:
+    """The result of `pack`: pack shapes with counts and how good they are.
+
+    Attributes:
+        packs: [(list of size tuples in one pack, number of such packs)].
+        limits: capacity per component (k ints).
+        method, heuristic: how the plan was made.
+        max_graphs_per_pack: graph-slot cap, or None.
+        num_packs: total packs (sum of counts).
+        num_graphs: graphs packed (dropped ones excluded).
+        efficiency: per component, filled slots / (num_packs * limit_k), in [0, 1] for
+            valid plans (a single-component baseline may exceed 1 on a component it
+            ignores; see `overflow`).
+        harmonic_efficiency: harmonic mean of `efficiency`.
+        lower_bound: max_k ceil(total_k / limit_k) (graph cap included), a bound no
+            plan can beat.
+        gap: num_packs / lower_bound - 1 (0 means provably optimal).
+        speedup: graphs / num_packs, the work saved against padding every graph to the
+            limits (method 'none' uses one pack per graph).
+        overflow: per component (packs over the limit, largest excess, total excess);
+            all zero except for the single-component baselines.
+        dropped: {size tuple: count} of graphs left out because they exceed a limit
+            (only with oversized='drop').
+        improved_from: packs before the improvement step, or None when it did not run.
+    """
+
+    packs: list[tuple[list[tuple[int, ...]], int]]
+    limits: tuple[int, ...]
+    method: str
+    heuristic: str
+    max_graphs_per_pack: int | None
+    num_packs: int
+    num_graphs: int
+    efficiency: tuple[float, ...]
+    harmonic_efficiency: float
+    lower_bound: int
+    gap: float
+    speedup: float
+    overflow: tuple[tuple[int, int, int], ...]
+    dropped: dict[tuple[int, ...], int] = field(default_factory=dict)
+    improved_from: int | None = None
+
+    @property
+    def num_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    def summary(self) -> str:
+        effs = " / ".join(f"{100 * e:.2f}%" for e in self.efficiency)
+        line = (f"{self.method} ({self.heuristic}): {self.num_packs} packs for "
+                f"{self.num_graphs} graphs, efficiency {effs} (harmonic "
+                f"{100 * self.harmonic_efficiency:.2f}%), lower bound {self.lower_bound}, "
+                f"gap {100 * self.gap:.2f}%, speedup {self.speedup:.2f}x")
+        if any(o[0] for o in self.overflow):
+            parts = [f"component {k}: {o[0]} packs over by up to {o[1]}"
+                     for k, o in enumerate(self.overflow) if o[0]]
+            line += "; OVERFLOW " + ", ".join(parts)
+        if self.dropped:
+            line += f"; dropped {self.num_dropped} oversized graphs"
+        return line
+
+    __str__ = summary
+
+
+def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limits: np.ndarray,
+              method: str, heuristic: str, max_graphs_per_pack: int | None,
+              dropped: dict[tuple[int, ...], int], improved_from: int | None = None) -> PackingPlan:
+    """Build a PackingPlan (with all metrics) from pack shapes given as bin indices."""
+    k = limits.size
+    num_packs = sum(count for _, count in shapes)
+    totals = np.zeros(k, dtype=np.int64)
+    num_graphs = 0
+    over_packs = np.zeros(k, dtype=np.int64)
+    over_max = np.zeros(k, dtype=np.int64)
+    over_total = np.zeros(k, dtype=np.int64)
+    packs = []
+    for content, count in shapes:
+        filled = bins[list(content)].sum(axis=0) if content else np.zeros(k, dtype=np.int64)
+        totals += filled * count
+        num_graphs += len(content) * count
+        excess = filled - limits
+        over = excess > 0
+        over_packs += over * count
+        over_max = np.maximum(over_max, np.where(over, excess, 0))
+        over_total += np.where(over, excess, 0) * count
+        packs.append(([tuple(int(v) for v in bins[i]) for i in content], int(count)))
+    slots = num_packs * limits.astype(np.float64)
+    efficiency = tuple(float(t / s) if s else 0.0 for t, s in zip(totals, slots))
+    harmonic = (len(efficiency) / sum(1 / e for e in efficiency)
+                if efficiency and all(e > 0 for e in efficiency) else 0.0)
+    bound = lower_bound(totals, limits, num_graphs, max_graphs_per_pack)
+    return PackingPlan(
+        packs=packs, limits=tuple(int(v) for v in limits), method=method, heuristic=heuristic,
+        max_graphs_per_pack=max_graphs_per_pack, num_packs=int(num_packs),
+        num_graphs=int(num_graphs), efficiency=efficiency, harmonic_efficiency=harmonic,
+        lower_bound=bound, gap=(num_packs / bound - 1) if bound else 0.0,
+        speedup=num_graphs / num_packs if num_packs else math.nan,
+        overflow=tuple((int(a), int(b), int(c)) for a, b, c in zip(over_packs, over_max,
+                                                                    over_total)),
+        dropped=dict(dropped), improved_from=improved_from)
