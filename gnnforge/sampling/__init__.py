@@ -1,0 +1,24 @@
+"""Minibatch sampling: NS, LABOR-0/*, random walks, dependent minibatches, feature cache."""
+
+from gnnforge.sampling._block import Block
+from gnnforge.sampling._feature_store import FeatureStore
+from gnnforge.sampling._labor import LaborSampler
+from gnnforge.sampling._neighbor import NeighborSampler
+from gnnforge.sampling._random_walk import RandomWalkSampler
+from gnnforge.sampling._seeds import EdgeBatch, EdgeSeeds, NodeSeeds
+from gnnforge.sampling._variates import DependentKeys, VariateKey, draw_key, uniform_variates
+
+__all__ = [
+    "Block",
+    "DependentKeys",
+    "EdgeBatch",
+    "EdgeSeeds",
+    "FeatureStore",
+    "LaborSampler",
+    "NeighborSampler",
+    "NodeSeeds",
+    "RandomWalkSampler",
+    "VariateKey",
+    "draw_key",
+    "uniform_variates",
+]

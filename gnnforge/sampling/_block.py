@@ -1,0 +1,96 @@
+"""`Block`: one sampled layer, a bipartite graph from source to destination vertices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+__all__ = ["Block"]
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """One layer of a sampled minibatch: messages flow from `src_nodes` to `dst_nodes`.
+
+    It implements the kernel protocol of `gnnforge.graph` (`num_src_nodes`,
+    `num_dst_nodes`, `num_edges`, `coo()`, `csr()`, `csc()`), so ops and layers aggregate
+    over it directly. Edge order is by destination (the order the sampler produces), so
+    `csr()` is stored and `csc()` is derived on first use and cached.
+
+    Attributes:
+        src_nodes: [num_src] int64 original ids; the first num_dst are `dst_nodes`
+            (DGL's convention: a layer takes x_dst = x_src[:num_dst]).
+        rowptr: [num_dst + 1] int64; destination i's edges are rowptr[i]:rowptr[i+1].
+        col: [E] int64 local source id of each edge.
+        edge_ids: [E] int64 id in the parent graph of each edge, to fetch edge features
+            (-1 for edges that are not parent edges, such as random-walk neighbours).
+        edge_weight: [E] float or None; importance weights (LABOR-*: inverse inclusion
+            probabilities normalised per destination to mean 1; random walks: visit counts).
+    """
+
+    src_nodes: Tensor
+    rowptr: Tensor
+    col: Tensor
+    edge_ids: Tensor
+    edge_weight: Tensor | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def num_dst_nodes(self) -> int:
+        return int(self.rowptr.numel()) - 1
+
+    @property
+    def num_src_nodes(self) -> int:
+        return int(self.src_nodes.numel())
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.col.numel())
+
+    @property
+    def dst_nodes(self) -> Tensor:
+        """[num_dst] int64 original ids of the destinations (a view of src_nodes)."""
+        return self.src_nodes[: self.num_dst_nodes]
+
+    def coo(self) -> tuple[Tensor, Tensor]:
+        """Return (src, dst) local ids, each [E] int64, in edge order (grouped by dst)."""
+        if "dst" not in self._cache:
+            counts = self.rowptr[1:] - self.rowptr[:-1]
+            self._cache["dst"] = torch.repeat_interleave(
+                torch.arange(self.num_dst_nodes, dtype=torch.int64), counts)
+        return self.col, self._cache["dst"]
+
+    def csr(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
+        """CSR by destination: (rowptr [num_dst+1], col [E] local src ids, edge order [E])."""
+        _check_dtype(index_dtype)
+        key = ("csr", index_dtype)
+        if key not in self._cache:
+            order = torch.arange(self.num_edges, dtype=torch.int64)
+            self._cache[key] = (self.rowptr.to(index_dtype), self.col.to(index_dtype),
+                                order.to(index_dtype))
+        return self._cache[key]
+
+    def csc(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
+        """CSC by source: (colptr [num_src+1], row [E] local dst ids, edge order [E])."""
+        _check_dtype(index_dtype)
+        key = ("csc", index_dtype)
+        if key not in self._cache:
+            src, dst = self.coo()
+            order = torch.argsort(src, stable=True)  # stable keeps dst ascending per source
+            colptr = torch.zeros(self.num_src_nodes + 1, dtype=torch.int64)
+            colptr[1:] = torch.cumsum(torch.bincount(src, minlength=self.num_src_nodes), 0)
+            self._cache[key] = (colptr.to(index_dtype), dst[order].to(index_dtype),
+                                order.to(index_dtype))
+        return self._cache[key]
+
+    def __repr__(self) -> str:
+        weighted = "" if self.edge_weight is None else ", weighted"
+        return (f"Block(num_src_nodes={self.num_src_nodes}, num_dst_nodes={self.num_dst_nodes}, "
+                f"num_edges={self.num_edges}{weighted})")
+
+
+def _check_dtype(index_dtype: torch.dtype) -> None:
+    if index_dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")

@@ -1,0 +1,96 @@
+"""What the samplers share: input checks and the layer-by-layer loop that builds blocks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from gnnforge.graph import Graph
+from gnnforge.sampling._block import Block
+from gnnforge.sampling._kernels import compact
+from gnnforge.sampling._variates import VariateKey
+
+# One layer: (csr arrays, frontier, layer index, layer key) -> (counts, src, eid, weight|None)
+LayerFn = Callable[[tuple, np.ndarray, int, VariateKey], tuple]
+
+
+def check_fanouts(name: str, fanouts: Sequence[int]) -> list[int]:
+    """Fanouts as a list of ints (>= 1, or -1 for the full neighbourhood)."""
+    if isinstance(fanouts, int) or not isinstance(fanouts, Sequence) or len(fanouts) == 0:
+        raise ValueError(f"{name}: fanouts must be a non-empty list of ints, got {fanouts!r}")
+    checked = []
+    for layer, fanout in enumerate(fanouts):
+        if not isinstance(fanout, int | np.integer) or (fanout < 1 and fanout != -1):
+            raise ValueError(f"{name}: fanouts[{layer}] = {fanout!r}; expected an int >= 1 "
+                             "or -1 for every in-neighbour")
+        checked.append(int(fanout))
+    return checked
+
+
+def check_seeds(graph: Graph, seeds: Tensor | Sequence[int]) -> np.ndarray:
+    """Seeds as a contiguous int64 numpy array of distinct ids in [0, num_nodes)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph: expected a gnnforge Graph, got {type(graph).__name__}")
+    seeds_t = torch.as_tensor(seeds)
+    if seeds_t.dim() != 1 or seeds_t.dtype.is_floating_point or seeds_t.dtype == torch.bool:
+        raise ValueError(f"seeds: expected a 1-D integer tensor of node ids, got shape "
+                         f"{tuple(seeds_t.shape)} dtype {seeds_t.dtype}")
+    array = np.ascontiguousarray(seeds_t.to(torch.int64).cpu().numpy())
+    if array.size:
+        bad = np.flatnonzero((array < 0) | (array >= graph.num_nodes))
+        if bad.size:
+            raise ValueError(f"seeds[{bad[0]}] = {array[bad[0]]} is out of range "
+                             f"[0, {graph.num_nodes})")
+        if np.unique(array).size != array.size:
+            raise ValueError("seeds contains repeated ids; pass each seed once "
+                             "(e.g. torch.unique(seeds))")
+    return array
+
+
+def csr_arrays(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rowptr, col, parent edge ids) of the CSR by destination, as int64 numpy arrays."""
+    rowptr, col, eids = graph.csr(torch.int64)
+    return rowptr.cpu().numpy(), col.cpu().numpy(), eids.cpu().numpy()
+
+
+def sample_blocks(graph: Graph, seeds: np.ndarray, key: VariateKey, num_layers: int,
+                  layer_fn: LayerFn) -> list[Block]:
+    """Run `layer_fn` from the output layer down; return blocks input layer first."""
+    csr = csr_arrays(graph)
+    local_of = np.full(graph.num_nodes, -1, dtype=np.int64)
+    frontier = seeds
+    blocks = []
+    for layer in reversed(range(num_layers)):
+        blocks.append(sample_layer(csr, frontier, layer, key, layer_fn, local_of))
+        frontier = blocks[-1].src_nodes.numpy()
+    return blocks[::-1]
+
+
+def sample_layer(csr: tuple, frontier: np.ndarray, layer: int, key: VariateKey,
+                 layer_fn: LayerFn, local_of: np.ndarray) -> Block:
+    """One compacted block for destinations `frontier` (`local_of`: [N] scratch of -1)."""
+    counts, src, eid, weight = layer_fn(csr, frontier, layer, key.for_layer(layer))
+    col, src_nodes = compact(frontier, src, local_of)
+    return make_block(src_nodes, counts, col, eid, weight)
+
+
+def make_block(src_nodes: np.ndarray, counts: np.ndarray, col: np.ndarray, eid: np.ndarray,
+               weight: np.ndarray | None) -> Block:
+    rowptr = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=rowptr[1:])
+    return Block(torch.from_numpy(src_nodes), torch.from_numpy(rowptr), torch.from_numpy(col),
+                 torch.from_numpy(eid),
+                 None if weight is None else torch.from_numpy(weight.astype(np.float32)))
+
+
+def resolve_key(generator: torch.Generator | None, key: VariateKey | None) -> VariateKey:
+    from gnnforge.sampling._variates import draw_key
+
+    if key is not None and generator is not None:
+        raise ValueError("pass either generator= or key=, not both")
+    if key is not None and not isinstance(key, VariateKey):
+        raise TypeError(f"key: expected a VariateKey (from DependentKeys), got {type(key).__name__}")
+    return key if key is not None else draw_key(generator)

@@ -1,0 +1,92 @@
+"""Layer-neighbour sampling: LABOR-0 and LABOR-* (Balin & Catalyurek, NeurIPS 2023)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from gnnforge.graph import Graph
+from gnnforge.sampling._block import Block
+from gnnforge.sampling._common import check_fanouts, check_seeds, resolve_key, sample_blocks
+from gnnforge.sampling._kernels import labor_importance, labor_layer
+from gnnforge.sampling._variates import VariateKey
+
+__all__ = ["LaborSampler"]
+
+
+class LaborSampler:
+    """LABOR: neighbour sampling whose seeds share their random decisions.
+
+    Every source vertex t draws one uniform r_t per layer and minibatch; the edge t -> s
+    is kept iff r_t <= min(1, c_s * pi_t). LABOR-0 uses pi = 1 and c_s = k / d_s, so each
+    seed still expects k in-edges with NS's variance, but seeds sharing a neighbour share
+    its decision, and far fewer distinct vertices are sampled. LABOR-* optimises pi by
+    fixed-point iterations to minimise the expected number of sampled vertices under the
+    same variance, and returns importance weights in `Block.edge_weight`.
+
+    Args:
+        fanouts: k per layer, input layer first (-1: every in-neighbour).
+        importance_sampling: False/0 for LABOR-0; an int i > 0 runs i fixed-point
+            iterations; -1 (or True) iterates until the expectation stops dropping.
+    """
+
+    def __init__(self, fanouts: Sequence[int], importance_sampling: bool | int = False) -> None:
+        self.fanouts = check_fanouts("LaborSampler", fanouts)
+        if importance_sampling is True:
+            importance_sampling = -1
+        if not isinstance(importance_sampling, int) or importance_sampling < -1:
+            raise ValueError("importance_sampling must be False, True, or an int >= -1, got "
+                             f"{importance_sampling!r}")
+        self.importance_sampling = int(importance_sampling)
+
+    def sample(self, graph: Graph, seeds: Tensor | Sequence[int],
+               generator: torch.Generator | None = None, *,
+               key: VariateKey | None = None) -> list[Block]:
+        """Sample blocks whose last layer's destinations are `seeds` (see NeighborSampler)."""
+        seeds_np = check_seeds(graph, seeds)
+        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
+                             self.layer_fn(graph))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.fanouts)
+
+    def layer_fn(self, graph: Graph):
+        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
+        fanouts = self.fanouts
+        iterations = self.importance_sampling
+        num_nodes = graph.num_nodes
+        empty_pi = np.ones(0, dtype=np.float64)
+
+        def layer(csr, frontier, index, layer_key):
+            rowptr, col, _ = csr
+            c, pi = self.probabilities(rowptr, col, frontier, fanouts[index], iterations,
+                                       num_nodes)
+            use_pi = iterations != 0
+            counts, src, eid, weight = labor_layer(
+                *csr, frontier, c, pi if use_pi else empty_pi, use_pi, layer_key.key_a,
+                layer_key.key_b, layer_key.mix, layer_key.dependent)
+            return counts, src, eid, weight if use_pi else None
+
+        return layer
+
+    @staticmethod
+    def probabilities(rowptr: np.ndarray, col: np.ndarray, frontier: np.ndarray, fanout: int,
+                      iterations: int, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+        """(c [n], pi [num_nodes]) of one layer; edge t -> s_i is kept w.p. min(1, c_i pi_t)."""
+        if fanout < 0:
+            return np.full(frontier.size, np.inf), np.ones(num_nodes)
+        if iterations == 0:
+            degree = (rowptr[frontier + 1] - rowptr[frontier]).astype(np.float64)
+            with np.errstate(divide="ignore"):
+                c = np.where(degree <= fanout, np.inf, fanout / np.maximum(degree, 1))
+            return c, np.ones(0)
+        c, pi, _ = labor_importance(rowptr, col, frontier, fanout, iterations, num_nodes)
+        return c, pi
+
+    def __repr__(self) -> str:
+        return (f"LaborSampler(fanouts={self.fanouts}, "
+                f"importance_sampling={self.importance_sampling})")

@@ -1,0 +1,76 @@
+"""Uniform neighbour sampling (GraphSAGE's NS)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from gnnforge.graph import Graph
+from gnnforge.sampling._block import Block
+from gnnforge.sampling._common import check_fanouts, check_seeds, resolve_key, sample_blocks
+from gnnforge.sampling._kernels import neighbor_layer
+from gnnforge.sampling._variates import VariateKey
+
+__all__ = ["NeighborSampler"]
+
+
+class NeighborSampler:
+    """Multi-layer uniform neighbour sampling over in-edges (Hamilton et al., GraphSAGE).
+
+    Each destination of a layer keeps min(fanout, d) distinct in-edges drawn uniformly
+    (all of them when d <= fanout), or `fanout` draws with replacement.
+
+    Args:
+        fanouts: one fanout per layer, input layer first (-1: every in-neighbour).
+        replace: draw with replacement.
+
+    Example:
+        >>> blocks = NeighborSampler([10, 10]).sample(graph, seeds, generator=g)
+        >>> blocks[-1].dst_nodes  # == seeds
+    """
+
+    def __init__(self, fanouts: Sequence[int], replace: bool = False) -> None:
+        self.fanouts = check_fanouts("NeighborSampler", fanouts)
+        self.replace = bool(replace)
+
+    def sample(self, graph: Graph, seeds: Tensor | Sequence[int],
+               generator: torch.Generator | None = None, *,
+               key: VariateKey | None = None) -> list[Block]:
+        """Sample blocks whose last layer's destinations are `seeds`.
+
+        Args:
+            graph: the full graph; in-edges come from `graph.csr()`.
+            seeds: [B] distinct int64 node ids.
+            generator: source of this minibatch's key (independent minibatches).
+            key: instead of a generator, an explicit key, e.g. from `DependentKeys`.
+
+        Returns:
+            len(fanouts) blocks, input layer first.
+        """
+        seeds_np = check_seeds(graph, seeds)
+        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
+                             self.layer_fn(graph))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.fanouts)
+
+    def layer_fn(self, graph: Graph):
+        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
+        del graph  # uniform picks need only the CSR
+        fanouts = self.fanouts
+
+        def layer(csr, frontier, index, layer_key):
+            counts, src, eid = neighbor_layer(
+                *csr, frontier, fanouts[index], self.replace, layer_key.key_a,
+                layer_key.key_b, layer_key.mix, layer_key.dependent)
+            return counts, src, eid, None
+
+        return layer
+
+    def __repr__(self) -> str:
+        return f"NeighborSampler(fanouts={self.fanouts}, replace={self.replace})"
+
+

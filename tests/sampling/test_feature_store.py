@@ -1,0 +1,61 @@
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gnnforge.sampling import FeatureStore
+
+
+def lru_ref(batches, capacity):
+    """Batch-granular LRU: rows touched in a batch are most recent; misses evict the oldest."""
+    cache, hits, misses = OrderedDict(), 0, 0
+    for batch in batches:
+        missed = []
+        for v in batch:
+            if v in cache:
+                hits += 1
+                cache.move_to_end(v)
+            else:
+                misses += 1
+                missed.append(v)
+        for v in missed:
+            if capacity == 0:
+                break
+            if len(cache) < capacity:
+                cache[v] = True
+            else:
+                oldest = next(iter(cache))
+                if oldest in batch:  # never evict a row of the current batch
+                    break
+                del cache[oldest]
+                cache[v] = True
+    return hits, misses
+
+
+@settings(max_examples=50, deadline=None)
+@given(capacity=st.integers(0, 12),
+       batches=st.lists(st.lists(st.integers(0, 19), unique=True, max_size=10), max_size=12))
+def test_matches_reference_lru(capacity, batches):
+    features = torch.arange(20 * 3, dtype=torch.float32).reshape(20, 3)
+    store = FeatureStore(features, capacity)
+    for batch in batches:
+        ids = torch.tensor(batch, dtype=torch.int64)
+        assert torch.equal(store.fetch(ids), features[ids])
+    hits, misses = lru_ref(batches, capacity)
+    assert (store.hits, store.misses) == (hits, misses)
+    assert store.bytes_copied == misses * 3 * 4
+
+
+def test_repeated_batch_hits_and_bad_input():
+    store = FeatureStore(torch.randn(50, 4, dtype=torch.float64), capacity=10)
+    store.fetch(torch.arange(8))
+    store.fetch(torch.arange(8))
+    assert (store.hits, store.misses, store.bytes_copied) == (8, 8, 8 * 4 * 8)
+    assert store.miss_rate == 0.5
+    with pytest.raises(ValueError, match="out of range"):
+        store.fetch(torch.tensor([3, 50]))
+    with pytest.raises(ValueError, match="capacity"):
+        FeatureStore(torch.zeros(3, 1), -1)

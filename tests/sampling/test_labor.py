@@ -1,0 +1,115 @@
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from sampling_helpers import check_blocks, random_multigraph, star_in
+
+from gnnforge.data import rmat
+from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler, uniform_variates
+from gnnforge.sampling._common import csr_arrays
+from gnnforge.sampling._kernels import labor_importance
+
+
+def labor0_ref(graph, seeds, fanouts, key):
+    """Plain-Python LABOR-0: keep (t -> s) iff r_t <= k/d_s; compact dst first, then first-seen."""
+    rowptr, col, eids = csr_arrays(graph)
+    frontier = seeds.tolist()
+    layers = []
+    for layer in reversed(range(len(fanouts))):
+        r = uniform_variates(torch.arange(graph.num_nodes), key.for_layer(layer)).numpy()
+        local = {v: i for i, v in enumerate(frontier)}
+        nodes, cols, picked = list(frontier), [], []
+        for s in frontier:
+            d = rowptr[s + 1] - rowptr[s]
+            for j in range(rowptr[s], rowptr[s + 1]):
+                if d <= fanouts[layer] or r[col[j]] <= fanouts[layer] / d:
+                    if col[j] not in local:
+                        local[col[j]] = len(nodes)
+                        nodes.append(col[j])
+                    cols.append(local[col[j]])
+                    picked.append(eids[j])
+        layers.append((nodes, cols, picked))
+        frontier = nodes
+    return layers[::-1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_labor0_equals_reference(seed):
+    graph = random_multigraph(seed, num_nodes=60, num_edges=500)
+    seeds = torch.tensor([0, 7, 3, 59, 20])
+    key = DependentKeys(1, seed=seed)[0]
+    blocks = LaborSampler([2, 3]).sample(graph, seeds, key=key)
+    check_blocks(graph, seeds, blocks)
+    for block, (nodes, cols, picked) in zip(blocks, labor0_ref(graph, seeds, [2, 3], key)):
+        assert block.src_nodes.tolist() == [int(v) for v in nodes]
+        assert block.col.tolist() == cols and block.edge_ids.tolist() == [int(e) for e in picked]
+
+
+def test_labor0_keep_probability_is_min_one_k_over_d():
+    leaves, fanout, trials = 40, 6, 1500
+    graph = star_in(leaves)
+    kept = np.zeros(leaves + 1)
+    generator = torch.Generator().manual_seed(2)
+    for _ in range(trials):
+        (block,) = LaborSampler([fanout]).sample(graph, torch.tensor([0]), generator)
+        kept[block.src_nodes[block.col].numpy()] += 1
+    total = kept[1:].sum()
+    # each edge kept w.p. k/d: the total is Binomial(d * trials, k/d)
+    assert stats.binomtest(int(total), leaves * trials, fanout / leaves).pvalue > 1e-3
+    assert stats.chisquare(kept[1:]).pvalue > 1e-3
+    (block,) = LaborSampler([leaves + 1]).sample(graph, torch.tensor([0]), generator)
+    assert block.num_edges == leaves  # d <= k keeps every edge
+
+
+def _mean_sizes(sampler, graph, batches, batch_size=64):
+    generator = torch.Generator().manual_seed(0)
+    sizes = []
+    for _ in range(batches):
+        seeds = torch.randperm(graph.num_nodes, generator=generator)[:batch_size]
+        sizes.append([b.num_src_nodes for b in sampler.sample(graph, seeds, generator)])
+    return np.mean(sizes, axis=0)
+
+
+def test_labor_samples_fewer_vertices_than_ns():
+    graph = rmat(10, 12000, seed=1).to_undirected()
+    ns = _mean_sizes(NeighborSampler([5, 5]), graph, 20)
+    labor0 = _mean_sizes(LaborSampler([5, 5]), graph, 20)
+    labor_star = _mean_sizes(LaborSampler([5, 5], importance_sampling=True), graph, 20)
+    assert labor0[0] < ns[0]
+    assert labor_star[0] <= labor0[0] * 1.02  # sampling noise on 20 batches
+
+
+def test_labor_star_expectation_never_above_labor0():
+    graph = rmat(10, 10000, seed=3).to_undirected()
+    rowptr, col, _ = csr_arrays(graph)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        frontier = rng.choice(graph.num_nodes, 80, replace=False).astype(np.int64)
+        _, _, expected0 = labor_importance(rowptr, col, frontier, 5, 0, graph.num_nodes)
+        for iterations in (1, 3, -1):
+            c, pi, expected = labor_importance(rowptr, col, frontier, 5, iterations,
+                                               graph.num_nodes)
+            assert expected <= expected0 + 1e-9
+            for i, s in enumerate(frontier):  # the variance constraint of NS holds
+                d = rowptr[s + 1] - rowptr[s]
+                if d > 5:
+                    p = np.minimum(1.0, c[i] * pi[col[rowptr[s]:rowptr[s + 1]]])
+                    assert np.isclose((1.0 / p).sum(), d * d / 5, rtol=1e-6)
+
+
+def test_labor_star_weights_normalised_per_destination():
+    graph = random_multigraph(7, num_nodes=50, num_edges=600)
+    seeds = torch.arange(10)
+    blocks = LaborSampler([3], importance_sampling=2).sample(graph, seeds,
+                                                             torch.Generator().manual_seed(0))
+    check_blocks(graph, seeds, blocks)
+    block = blocks[0]
+    assert block.edge_weight is not None and bool((block.edge_weight > 0).all())
+    for i in range(block.num_dst_nodes):
+        w = block.edge_weight[block.rowptr[i]:block.rowptr[i + 1]]
+        assert torch.isclose(w.sum(), torch.tensor(float(w.numel())), rtol=1e-5)
+
+
+def test_importance_sampling_argument_checked():
+    with pytest.raises(ValueError, match="importance_sampling"):
+        LaborSampler([3], importance_sampling=-5)
