@@ -17,11 +17,19 @@ from gnnforge.data._molecules import (
     smiles_to_graph,
 )
 from gnnforge.data._paths import cache_dir, shared_datasets_dir
+from gnnforge.data._programs import (
+    PROGRAM_EDGE_TYPES,
+    ProgramGraphs,
+    program_graph_sizes,
+    program_graphs,
+)
 from gnnforge.data._store import cache_key, cached_graphs, load_graphs, save_graphs
 
 __all__ = [
     "ATOM_FEATURE_DIMS",
     "BOND_FEATURE_DIMS",
+    "PROGRAM_EDGE_TYPES",
+    "ProgramGraphs",
     "cache_dir",
     "cache_key",
     "cached_graphs",
@@ -30,6 +38,8 @@ __all__ = [
     "load_molecules",
     "molecule_files",
     "molecule_sizes",
+    "program_graph_sizes",
+    "program_graphs",
     "random_molecule_like",
     "read_smiles",
     "rmat",

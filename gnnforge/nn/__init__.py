@@ -2,6 +2,7 @@
 
 from gnnforge.nn._gat_conv import GATConv
 from gnnforge.nn._gatv2_conv import GATv2Conv
+from gnnforge.nn._gated_graph_conv import GatedGraphConv
 from gnnforge.nn._gcn_conv import GCNConv
 from gnnforge.nn._gin_conv import GINConv, GINEConv
 from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
@@ -16,6 +17,7 @@ __all__ = [
     "FeatureEncoder",
     "GATConv",
     "GATv2Conv",
+    "GatedGraphConv",
     "GCNConv",
     "GINConv",
     "GINEConv",
