@@ -31,7 +31,8 @@ _HELP = {
     "sampler": f"node task, --mode sampled: {' or '.join(SAMPLERS)} (default neighbor)",
     "fanouts": "node task, --mode sampled: neighbours per layer, e.g. 10,10,10",
     "batch_size": "node task, --mode sampled: seed nodes per minibatch",
-    "dependent": "node task, --mode sampled: dependent minibatches (LABOR)",
+    "dependent": "node task, --mode sampled: dependent minibatches sharing variates over K "
+                 "consecutive batches (0: independent)",
     "cache_size": "node task, --mode sampled: feature cache rows (0: no cache)",
 }
 

@@ -52,7 +52,9 @@ class TrainConfig:
     sampler: str | None = None
     fanouts: list[int] = field(default_factory=lambda: [10, 10, 10])
     batch_size: int = 1024
-    dependent: bool = False
+    # Dependent minibatches: kappa, the number of consecutive batches that share sampling
+    # variates (LABOR paper, section 3.3); 0 means independent batches.
+    dependent: int = 0
     cache_size: int = 0
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
@@ -116,7 +118,7 @@ def validate(config: TrainConfig) -> None:
     for name in ("epochs", "hidden", "layers", "batch_graphs", "batch_size", "threads"):
         if getattr(config, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
-    for name in ("patience", "checkpoint_every", "limit", "cache_size"):
+    for name in ("patience", "checkpoint_every", "limit", "cache_size", "dependent"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(config, name)}")
     if not 0.0 <= config.dropout < 1.0:
@@ -126,7 +128,7 @@ def validate(config: TrainConfig) -> None:
     if config.task == "node":
         _validate_node(config)
     else:
-        for name, default in (("mode", "full"), ("sampler", None), ("dependent", False),
+        for name, default in (("mode", "full"), ("sampler", None), ("dependent", 0),
                               ("cache_size", 0)):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
@@ -147,7 +149,7 @@ def _validate_node(config: TrainConfig) -> None:
     if config.mode not in NODE_MODES:
         raise ConfigError(f"--mode must be one of {NODE_MODES}, got {config.mode!r}")
     if config.mode == "full":
-        for name, default in (("sampler", None), ("dependent", False), ("cache_size", 0)):
+        for name, default in (("sampler", None), ("dependent", 0), ("cache_size", 0)):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} needs --mode sampled "
                                   "(full-graph training does not sample)")

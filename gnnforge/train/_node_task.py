@@ -24,7 +24,7 @@ def _synthetic_sbm(seed: int) -> Graph:
     generator = torch.Generator().manual_seed(seed)
     y = torch.repeat_interleave(torch.arange(4), torch.tensor(sizes))
     x = torch.randn(graph.num_nodes, 16, generator=generator)
-    x[:, :4] += 0.5 * F.one_hot(y, 4)
+    x[:, :4] += F.one_hot(y, 4).float()
     split = torch.rand(graph.num_nodes, generator=generator)
     return graph.with_node_data(x=x, y=y, train_mask=split < 0.1,
                                 val_mask=(split >= 0.1) & (split < 0.3), test_mask=split >= 0.3)
@@ -34,7 +34,8 @@ def load_node_dataset(name: str, seed: int = 0) -> tuple[Graph, str]:
     """(graph with node data x, y, train/val/test masks, description) for `name`."""
     if name == "sbm":
         return _synthetic_sbm(seed), "synthetic 4-block SBM (2,000 nodes), noisy features"
-    from gnnforge.data import read_planetoid, shared_datasets_dir
+    from gnnforge.data import shared_datasets_dir
+    from gnnforge.data._planetoid import read_planetoid  # not exported by gnnforge.data yet
 
     root = shared_datasets_dir()
     if root is None:

@@ -38,7 +38,7 @@ def test_bad_toml(tmp_path, text, message):
     ({"task": "node", "dataset": "nci-tpsa"}, "a molecule set: use --task graph"),
     ({"task": "graph", "dataset": "pubmed"}, "use --task node --dataset pubmed"),
     ({"task": "node", "sampler": "labor"}, "--sampler needs --mode sampled"),
-    ({"task": "node", "dependent": True}, "--dependent needs --mode sampled"),
+    ({"task": "node", "dependent": 4}, "--dependent needs --mode sampled"),
     ({"task": "graph", "sampler": "labor"}, "--sampler applies to --task node only"),
     ({"task": "node", "mode": "sampled", "fanouts": [10, 10]}, "--fanouts has 2 entries"),
     ({"task": "node", "mode": "sampled", "sampler": "walk"}, "--sampler must be one of"),
