@@ -68,7 +68,8 @@ class BandedBlocks:
 
 
 def compile_blocks(graph: Graph, block_size: int, num_edge_types: int | None = None,
-                   num_blocks: int | None = None, dtype: torch.dtype = torch.float32) -> BandedBlocks:
+                   num_blocks: int | None = None,
+                   dtype: torch.dtype = torch.float32) -> BandedBlocks:
     """Block-banded tensors of `graph`, whose node i occupies slot i.
 
     Reorder first (``graph.reorder_nodes(rcm_order(graph))``) so that the bandwidth is

@@ -33,7 +33,8 @@ __all__ = ["CompiledDataset", "assemble_supergraphs", "compile_dataset", "superg
 _VERSION = 1  # part of the cache key; bump when compilation changes
 
 
-def assemble_supergraphs(num_nodes: Sequence[int], num_slots: int) -> tuple[list[list[int]], list[int]]:
+def assemble_supergraphs(num_nodes: Sequence[int],
+                         num_slots: int) -> tuple[list[list[int]], list[int]]:
     """Place graphs in order into supergraphs of `num_slots` nodes, never splitting one.
 
     Returns:
@@ -98,7 +99,8 @@ class CompiledDataset:
     def num_slots(self) -> int:
         return self.block_size * self.num_blocks
 
-    def supergraph(self, index: int, dtype: torch.dtype = torch.float32) -> tuple[GraphBatch, BandedBlocks]:
+    def supergraph(self, index: int,
+                   dtype: torch.dtype = torch.float32) -> tuple[GraphBatch, BandedBlocks]:
         """(padded batch of the members with ALL edges, its banded blocks) of one supergraph."""
         batch = supergraph_batch([self.graphs[i] for i in self.supergraphs[index]], self.num_slots)
         blocks = compile_blocks(batch, self.block_size, self.num_edge_types, self.num_blocks, dtype)
@@ -111,7 +113,7 @@ class CompiledDataset:
         return 1.0 if total == 0 else 1.0 - float(self.dropped.sum()) / total
 
     def report(self) -> str:
-        """Summary: graphs placed and skipped, supergraph fill, dropped edges per graph and total."""
+        """Summary: graphs placed and skipped, slot fill, dropped edges per graph and in total."""
         placed = sum(len(group) for group in self.supergraphs)
         nodes = sum(self.graphs[i].num_nodes for group in self.supergraphs for i in group)
         slots = len(self.supergraphs) * self.num_slots
@@ -167,7 +169,9 @@ def compile_dataset(graphs: Sequence[Graph], block_size: int, num_blocks: int,
         raise ValueError(f"compile_dataset: block_size and num_blocks must be >= 1, "
                          f"got {block_size}, {num_blocks}")
     graphs = list(graphs)
-    types = max([g.num_edge_types for g in graphs] + [1]) if num_edge_types is None else num_edge_types
+    types = num_edge_types
+    if types is None:
+        types = max([g.num_edge_types for g in graphs] + [1])
     options = dict(S=block_size, K=num_blocks, P=types, method=method, reorder=reorder, v=_VERSION)
     path = Path(cache_dir()) / f"banded-{_dataset_key(graphs, options)}.npz"
     if use_cache and path.exists():
@@ -185,7 +189,8 @@ def compile_dataset(graphs: Sequence[Graph], block_size: int, num_blocks: int,
         if use_cache:
             _save(path, orders, before, after)
     reordered = [g.reorder_nodes(o) if reorder else g for g, o in zip(graphs, orders)]
-    groups, skipped = assemble_supergraphs([g.num_nodes for g in reordered], block_size * num_blocks)
+    groups, skipped = assemble_supergraphs([g.num_nodes for g in reordered],
+                                           block_size * num_blocks)
     dropped = torch.zeros(len(graphs), dtype=torch.int64)
     for group in groups:
         offset = 0

@@ -72,7 +72,8 @@ def aggregate_by_type(graph: Graph, E: Tensor, num_edge_types: int) -> Tensor:  
     return out.view(graph.num_nodes, types * width)
 
 
-def typed_in_degree(graph: Graph, num_edge_types: int, dtype: torch.dtype = torch.float32) -> Tensor:
+def typed_in_degree(graph: Graph, num_edge_types: int,
+                    dtype: torch.dtype = torch.float32) -> Tensor:
     """[N, P] number of in-edges of each type per node."""
     etype = graph.edge_type if graph.edge_type is not None else torch.zeros_like(graph.src)
     counts = torch.bincount(graph.dst * num_edge_types + etype,
@@ -80,7 +81,8 @@ def typed_in_degree(graph: Graph, num_edge_types: int, dtype: torch.dtype = torc
     return counts.to(dtype).view(graph.num_nodes, num_edge_types)
 
 
-def sparse_propagate(graph: Graph, E: Tensor, W: Tensor, num_edge_types: int | None = None) -> Tensor:  # noqa: N803
+def sparse_propagate(graph: Graph, E: Tensor, W: Tensor,  # noqa: N803 (paper names)
+                     num_edge_types: int | None = None) -> Tensor:
     """Sparse reference of `propagate` over all edges of `graph`: [N, H_out].
 
     Args:

@@ -58,7 +58,7 @@ def _bfs_levels(indptr, indices, start, level, queue):
 
 @numba.njit(cache=True)
 def _pseudo_peripheral(indptr, indices, degree, start, level, queue):
-    """George-Liu heuristic: move to a min-degree node of the last BFS level while the depth grows."""
+    """George-Liu: move to a min-degree node of the last BFS level while the depth grows."""
     node = start
     depth = -1
     for _ in range(16):

@@ -139,7 +139,8 @@ class _RawGraph:
     labels: list[str] = field(default_factory=list)
     edges: set[tuple[int, int, int]] = field(default_factory=set)
     token_keys: list[tuple[int, int, int, int]] = field(default_factory=list)  # (line, col, n, id)
-    var_name: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # id -> (name, kind, scope)
+    # node id -> (variable name, kind, scope) for occurrences of variables
+    var_name: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     line: int = 0
 
 
@@ -276,7 +277,8 @@ def _children(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
 
 def _node_label(node: ast.AST) -> str:
     op = getattr(node, "op", None)
-    return f"{type(node).__name__}:{type(op).__name__}" if isinstance(op, ast.AST) else type(node).__name__
+    name = type(node).__name__
+    return f"{name}:{type(op).__name__}" if isinstance(op, ast.AST) else name
 
 
 def _constant_label(value: Any) -> str:
@@ -548,8 +550,8 @@ def _to_graph(raw: _RawGraph, file_id: int, index: dict[str, int]) -> Graph:
     node_data = {name: torch.from_numpy(value) for name, value in (
         ("label", label), ("token_pos", token_pos), ("var_id", var_id),
         ("var_kind", var_kind), ("scope", scope))}
-    return Graph._trusted(torch.from_numpy(edges[:, 0].copy()), torch.from_numpy(edges[:, 1].copy()),
-                          num_nodes, torch.from_numpy(edges[:, 2].copy()), node_data, {},
+    src, dst, etype = (torch.from_numpy(edges[:, i].copy()) for i in range(3))
+    return Graph._trusted(src, dst, num_nodes, etype, node_data, {},
                           {"file_id": torch.tensor(file_id), "line": torch.tensor(raw.line)})
 
 

@@ -42,8 +42,9 @@ class GatedGraphConv(nn.Module):
     def __init__(self, hidden_channels: int, num_steps: int, num_edge_types: int = 1,
                  bias: bool = True) -> None:
         super().__init__()
-        for name, value, least in (("hidden_channels", hidden_channels, 1),
-                                   ("num_steps", num_steps, 0), ("num_edge_types", num_edge_types, 1)):
+        checks = (("hidden_channels", hidden_channels, 1), ("num_steps", num_steps, 0),
+                  ("num_edge_types", num_edge_types, 1))
+        for name, value, least in checks:
             if not isinstance(value, int) or value < least:
                 raise ValueError(f"GatedGraphConv: {name} must be an int >= {least}, got {value!r}")
         self.hidden_channels = hidden_channels

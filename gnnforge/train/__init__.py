@@ -6,6 +6,8 @@ from gnnforge.train._fixed_batches import FixedShapeBatches
 from gnnforge.train._graph_task import GraphTask, split_indices
 from gnnforge.train._nci_tpsa import load_nci_tpsa
 from gnnforge.train._node_task import NodeTask, load_node_dataset
+from gnnforge.train._varmisuse import VarMisuseConfig, VarMisuseModel, run_varmisuse
+from gnnforge.train._varmisuse_data import split_by_file, varmisuse_examples
 
 __all__ = [
     "ConfigError",
@@ -14,9 +16,14 @@ __all__ = [
     "NodeTask",
     "Task",
     "TrainConfig",
+    "VarMisuseConfig",
+    "VarMisuseModel",
     "fit",
     "load_config",
     "load_nci_tpsa",
     "load_node_dataset",
+    "run_varmisuse",
+    "split_by_file",
     "split_indices",
+    "varmisuse_examples",
 ]

@@ -1,0 +1,138 @@
+"""VarMisuse: example construction, pruning, split, loss, a tiny run, and 2-process DDP sync."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gnnforge import Graph, GraphBatch
+from gnnforge.data import program_graphs
+from gnnforge.train import VarMisuseConfig, run_varmisuse, split_by_file, varmisuse_examples
+from gnnforge.train._varmisuse import candidate_loss
+from gnnforge.train._varmisuse_data import (
+    ROLE_CANDIDATE,
+    ROLE_HOLE,
+    VARMISUSE_EDGE_TYPES,
+    prune_unreachable,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = """
+def f(a, b):
+    c = a + b
+    d = c * a
+    return d + b
+"""
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text(textwrap.dedent(SOURCE))
+    return program_graphs(tmp_path / "src", min_count=1, progress=False)
+
+
+def test_examples_hide_the_answer_and_list_candidates(corpus):
+    examples = varmisuse_examples(corpus, num_steps=8, max_per_graph=100, progress=False)
+    # reads: a, b (line 3), c, a (line 4), d, b (line 5); every one has >= 2 candidates
+    assert examples.counts["holes_seen"] == 6 and len(examples.graphs) == 6
+    assert examples.counts["fewer_than_2_candidates"] == 0
+    hole_label = examples.num_labels - 1
+    data_flow = [VARMISUSE_EDGE_TYPES.index(n) for n in ("LastRead", "LastWrite", "ComputedFrom")]
+    data_flow += [t + 8 for t in data_flow]
+    candidate_counts = []
+    for example in examples.graphs:
+        role, target = example.node_data["role"], example.node_data["target"]
+        (hole,) = torch.nonzero(role == ROLE_HOLE).flatten().tolist()
+        assert int(example.node_data["label"][hole]) == hole_label
+        touching = (example.src == hole) | (example.dst == hole)
+        assert not torch.isin(example.edge_type[touching], torch.tensor(data_flow)).any()
+        candidates = torch.nonzero(role == ROLE_CANDIDATE).flatten()
+        candidate_counts.append(candidates.numel())
+        assert int(target.sum()) == 1 and bool(target[candidates].any())
+        hole_edges = (example.src == hole) & torch.isin(example.dst, candidates)
+        assert int(hole_edges.sum()) == candidates.numel()  # hole -> every candidate
+        forward = example.edge_type < 8
+        assert int(forward.sum()) * 2 == example.num_edges  # every edge has its reverse
+    # candidates = variables occurring before the hole in source order (an assignment's
+    # target precedes its right-hand side): line 3 a,b,c (x2); lines 4-5 a,b,c,d (x4)
+    assert sorted(candidate_counts) == [3, 3, 4, 4, 4, 4]
+
+
+def test_prune_unreachable_known_answer():
+    path = Graph([0, 1, 2, 3], [1, 2, 3, 4], 6)  # 0->1->2->3->4, node 5 isolated
+    assert prune_unreachable(path, torch.tensor([4]), 2).tolist() == [2, 3, 4]
+    assert prune_unreachable(path, torch.tensor([4]), 0).tolist() == [4]
+    assert prune_unreachable(path, torch.tensor([4]), 10).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_split_by_file_keeps_files_apart():
+    graphs = [Graph([], [], 1, graph_data={"file_id": torch.tensor(i % 7)}) for i in range(50)]
+    train, valid, test = split_by_file(graphs, seed=3)
+    assert sorted(train + valid + test) == list(range(50))
+    files = [{i % 7 for i in part} for part in (train, valid, test)]
+    assert not (files[0] & files[1]) and not (files[0] & files[2]) and not (files[1] & files[2])
+    with pytest.raises(ValueError, match="sum to 1"):
+        split_by_file(graphs, (0.5, 0.2, 0.2))
+
+
+def test_candidate_loss_matches_cross_entropy():
+    graphs = []
+    for count, correct in ((3, 1), (2, 0), (4, 3)):
+        role = torch.tensor([0] + [ROLE_CANDIDATE] * count)
+        target = torch.zeros(count + 1, dtype=torch.int64)
+        target[1 + correct] = 1
+        graphs.append(Graph([], [], count + 1, node_data={"role": role, "target": target}))
+    batch = GraphBatch.from_graphs(graphs)
+    scores = torch.randn(9, generator=torch.Generator().manual_seed(0))
+    loss, correct, total = candidate_loss(scores, batch)
+    pieces = [scores[0:3], scores[3:5], scores[5:9]]
+    expected = torch.stack([F.cross_entropy(p[None], torch.tensor([c]))
+                            for p, c in zip(pieces, (1, 0, 3))]).mean()
+    assert torch.allclose(loss, expected) and total == 3
+    assert correct == sum(int(p.argmax()) == c for p, c in zip(pieces, (1, 0, 3)))
+
+
+def test_tiny_run_reports_every_model():
+    config = VarMisuseConfig(max_files=6, hidden=16, num_steps=2, epochs=1, block_size=64,
+                             num_slots=256, progress=False)
+    results = run_varmisuse(config)
+    assert [(r["train_backend"], r["num_steps"]) for r in results["rows"]] == [
+        ("sparse", 2), ("banded", 2), ("sparse", 0)]
+    for row in results["rows"]:
+        assert all(0.0 <= row[k] <= 1.0 for k in ("valid_sparse", "test_sparse"))
+    assert 0 < results["chance"][1] < 1 and "VarMisuse examples" in results["examples"]
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_ddp_two_processes_stay_in_sync(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO), GNNFORGE_CACHE=str(tmp_path / "cache"),
+               OMP_NUM_THREADS="1")
+    sync = tmp_path / "params"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+               "2", "-m", "gnnforge.train.varmisuse_main", "--max-files", "8", "--epochs", "1",
+               "--backends", "banded", "--baseline", "false", "--hidden", "16", "--num-steps",
+               "2", "--block-size", "32", "--num-slots", "128", "--progress", "false",
+               "--sync-file", str(sync)]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "world size 2" in done.stdout
+    rank0 = torch.load(f"{sync}.rank0")
+    rank1 = torch.load(f"{sync}.rank1")
+    torch.manual_seed(0)  # the seed both ranks initialised with
+    from gnnforge.train import VarMisuseModel
+
+    initial = VarMisuseModel(rank0["embed.weight"].shape[0], 16, 2).state_dict()
+    assert rank0.keys() == rank1.keys()
+    for key in rank0:
+        assert torch.equal(rank0[key], rank1[key]), key
+    assert not torch.equal(rank0["encoder.weight"], initial["encoder.weight"])  # it trained
