@@ -76,24 +76,49 @@ def build_task(config: TrainConfig) -> Any:
         from gnnforge.train._node_task import NodeTask
 
         return NodeTask(config)
-    try:
-        from gnnforge.train._varmisuse import VarMisuseTask
-    except ImportError as error:
-        raise ConfigError("--task varmisuse needs the banded VarMisuse task "
-                          "(gnnforge/train/_varmisuse.py), which this build lacks") from error
-    return VarMisuseTask(config)
+    raise ConfigError(f"build_task: no engine task for --task {config.task}")
+
+
+# TrainConfig field -> VarMisuseConfig field, for the options the user set explicitly (the
+# VarMisuse runner keeps its own defaults, e.g. 3 epochs, otherwise).
+_VARMISUSE_FIELDS = {"epochs": "epochs", "hidden": "hidden", "lr": "lr", "seed": "seed",
+                     "progress": "progress", "layers": "num_steps", "dataset": "root",
+                     "limit": "max_files"}
+
+
+def run_varmisuse_task(config: TrainConfig, explicit: set[str]) -> int:
+    """`--task varmisuse`: the banded work's VarMisuse runner (GGNN, sparse and banded)."""
+    from gnnforge.train._varmisuse import VarMisuseConfig, format_results, run_varmisuse
+
+    unsupported = sorted(explicit & {"resume", "checkpoint_every", "patience", "dropout",
+                                     "weight_decay", "batch_graphs", "pool"})
+    if unsupported:
+        raise ConfigError(f"--task varmisuse does not take {unsupported}: its runner trains "
+                          "in one pass without checkpoints; see docs/banded.md")
+    options = {_VARMISUSE_FIELDS[k]: getattr(config, k) for k in explicit
+               if k in _VARMISUSE_FIELDS}
+    results = run_varmisuse(VarMisuseConfig(**options))
+    print(results["corpus"], results["examples"], sep="\n")
+    print(format_results(results))
+    print(f"{results['seconds']:.0f} s, world size {results['world_size']}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from gnnforge.train._config import load_config
+    from gnnforge.train._config import _read_toml, load_config
     from gnnforge.train._engine import fit
 
     overrides = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
     try:
         config = load_config(overrides, args.config)
         torch.set_num_threads(config.threads)
+        if config.task == "varmisuse":
+            explicit = {k for k, v in overrides.items() if v is not None and k != "task"}
+            if args.config is not None:
+                explicit |= set(_read_toml(args.config)) - {"task"}
+            return run_varmisuse_task(config, explicit)
         task = build_task(config)
     except (ConfigError, FileNotFoundError) as error:
         print(f"gnnforge train: error: {error}", file=sys.stderr)

@@ -56,3 +56,8 @@ def test_cli_reports_errors_cleanly(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--epochs", "many"])
     assert "invalid int value: 'many'" in capsys.readouterr().err
+
+
+def test_varmisuse_rejects_engine_only_options(capsys):
+    assert main(["train", "--task", "varmisuse", "--checkpoint-every", "5"]) == 2
+    assert "--task varmisuse does not take ['checkpoint_every']" in capsys.readouterr().err
