@@ -437,7 +437,9 @@ def main() -> int:
     parser.add_argument("--molecules", type=int, default=20000)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    from gnnforge.train._cli import set_threads
+
+    set_threads(args.threads)  # torch and numba: idle spinning pools slow each other down
     print(f"torch {torch.__version__}, torch_geometric "
           f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
     print(dgl_reason())

@@ -25,16 +25,19 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         if mask is None or not (self.training or not self.track_running_stats):
             return super().forward(x)
-        weight = mask.to(x.dtype).unsqueeze(1)                        # [N, 1]
+        weight = mask.to(x.dtype)                                      # [N]
         count = weight.sum().clamp(min=1.0)
-        mean = (x * weight).sum(0) / count                             # [C]
-        var = (((x - mean) * weight) ** 2).sum(0) / count              # [C] biased
+        # Reductions over rows as matrix-vector products: one pass each, no [N, C] temporaries
+        # beyond the centred values, which the output reuses.
+        mean = (weight @ x) / count                                    # [C]
+        centred = x - mean                                             # [N, C]
+        var = (weight @ centred.square()) / count                      # [C] biased
         if self.track_running_stats and self.training:
             self._update_running(mean, var, count)
-        out = (x - mean) * torch.rsqrt(var + self.eps)
+        scale = torch.rsqrt(var + self.eps)
         if self.affine:
-            out = out * self.weight + self.bias
-        return out
+            return torch.addcmul(self.bias, centred, scale * self.weight)
+        return centred * scale
 
     @torch.no_grad()
     def _update_running(self, mean: Tensor, var: Tensor, count: Tensor) -> None:

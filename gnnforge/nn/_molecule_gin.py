@@ -32,15 +32,17 @@ class FeatureEncoder(nn.Module):
         self.embeddings = nn.ModuleList(nn.Embedding(v, dim) for v in self.vocabulary_sizes)
         for embedding in self.embeddings:
             nn.init.xavier_uniform_(embedding.weight)
+        offsets = torch.tensor((0, *self.vocabulary_sizes[:-1])).cumsum(0)
+        self.register_buffer("offsets", offsets, persistent=False)
 
     def forward(self, features: Tensor) -> Tensor:
         if features.dim() != 2 or features.shape[1] != len(self.embeddings):
             raise ValueError(f"FeatureEncoder: expected [N, {len(self.embeddings)}] int64 "
                              f"features, got {tuple(features.shape)} {features.dtype}")
-        out = self.embeddings[0](features[:, 0])
-        for column in range(1, features.shape[1]):
-            out = out + self.embeddings[column](features[:, column])
-        return out
+        # One embedding_bag over the stacked tables equals the sum of the C lookups, in one
+        # kernel forward and one backward instead of C of each.
+        table = torch.cat([embedding.weight for embedding in self.embeddings])
+        return F.embedding_bag(features + self.offsets, table, mode="sum")
 
 
 class _MLP(nn.Module):

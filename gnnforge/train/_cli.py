@@ -104,16 +104,30 @@ def run_varmisuse_task(config: TrainConfig, explicit: set[str]) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def set_threads(threads: int) -> None:
+    """Use `threads` threads in torch and in numba (the compiled kernels' pool).
+
+    Both pools spin while waiting for work; on a shared 2-core machine an idle-spinning
+    numba pool slowed every torch op beside it by 10-40x in our measurements.
+    """
     import torch
 
+    torch.set_num_threads(threads)
+    try:
+        import numba
+    except ImportError:
+        return
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def run(args: argparse.Namespace) -> int:
     from gnnforge.train._config import _read_toml, load_config
     from gnnforge.train._engine import fit
 
     overrides = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
     try:
         config = load_config(overrides, args.config)
-        torch.set_num_threads(config.threads)
+        set_threads(config.threads)
         if config.task == "varmisuse":
             explicit = {k for k, v in overrides.items() if v is not None and k != "task"}
             if args.config is not None:

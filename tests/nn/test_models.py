@@ -61,3 +61,12 @@ def test_node_classifier_blocks_equal_full_graph_when_blocks_are_full():
     x = torch.randn(30, 8)
     full = model(graph, x)
     torch.testing.assert_close(model([graph, graph], x), full)
+
+
+def test_feature_encoder_is_the_sum_of_column_embeddings():
+    from gnnforge.nn import FeatureEncoder
+
+    encoder = FeatureEncoder((3, 5, 2), 4)
+    features = torch.tensor([[0, 4, 1], [2, 0, 0], [1, 3, 1]])
+    expected = sum(encoder.embeddings[c](features[:, c]) for c in range(3))
+    torch.testing.assert_close(encoder(features), expected)
