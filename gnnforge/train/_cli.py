@@ -28,6 +28,7 @@ _HELP = {
     "limit": "graph task: use only the first N molecules (0: all)",
     "pool": "graph task: readout, sum or mean",
     "mode": f"node task: {' or '.join(NODE_MODES)}-graph training",
+    "model": "node task: sage or gcn layers",
     "sampler": f"node task, --mode sampled: {' or '.join(SAMPLERS)} (default neighbor)",
     "fanouts": "node task, --mode sampled: neighbours per layer, e.g. 10,10,10",
     "batch_size": "node task, --mode sampled: seed nodes per minibatch",

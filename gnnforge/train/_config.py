@@ -49,6 +49,7 @@ class TrainConfig:
     pool: str = "sum"
     # node task
     mode: str = "full"
+    model: str = "sage"
     sampler: str | None = None
     fanouts: list[int] = field(default_factory=lambda: [10, 10, 10])
     batch_size: int = 1024
@@ -128,7 +129,8 @@ def validate(config: TrainConfig) -> None:
     if config.task == "node":
         _validate_node(config)
     else:
-        for name, default in (("mode", "full"), ("sampler", None), ("dependent", 0),
+        for name, default in (("mode", "full"), ("model", "sage"), ("sampler", None),
+                              ("dependent", 0),
                               ("cache_size", 0)):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
@@ -146,6 +148,8 @@ def _validate_node(config: TrainConfig) -> None:
         raise ConfigError(f"--task node needs one of {NODE_DATASETS}, got {config.dataset!r}"
                           + (" (a molecule set: use --task graph)"
                              if config.dataset not in NODE_DATASETS else ""))
+    if config.model not in ("sage", "gcn"):
+        raise ConfigError(f"--model must be 'sage' or 'gcn', got {config.model!r}")
     if config.mode not in NODE_MODES:
         raise ConfigError(f"--mode must be one of {NODE_MODES}, got {config.mode!r}")
     if config.mode == "full":

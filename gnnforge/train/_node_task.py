@@ -69,7 +69,7 @@ class NodeTask:
         self.x, self.y = graph.node_data["x"].float(), graph.node_data["y"]
         self.num_classes = int(self.y.max()) + 1
         self.train_nodes = torch.nonzero(graph.node_data["train_mask"]).flatten()
-        self.name = f"node classification ({config.mode}-graph SAGE)"
+        self.name = f"node classification ({config.mode}-graph {config.model.upper()})"
         self.sampled = config.mode == "sampled"
         self._order = self.train_nodes
         if self.sampled:
@@ -84,7 +84,8 @@ class NodeTask:
         from gnnforge.nn import NodeClassifier
 
         return NodeClassifier(self.x.shape[1], self.config.hidden, self.num_classes,
-                              num_layers=self.config.layers, dropout=self.config.dropout)
+                              num_layers=self.config.layers, conv=self.config.model,
+                              dropout=self.config.dropout)
 
     def start_epoch(self, epoch: int) -> int:
         if self.sampled:
