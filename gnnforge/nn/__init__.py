@@ -8,6 +8,7 @@ from gnnforge.nn._gin_conv import GINConv, GINEConv
 from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
 from gnnforge.nn._molecule_gin import FeatureEncoder, MoleculeGIN
 from gnnforge.nn._node_models import NodeClassifier
+from gnnforge.nn._readout import max_pool, mean_pool, pool, sum_pool
 from gnnforge.nn._rgcn_conv import RGCNConv
 from gnnforge.nn._sage_conv import SAGEConv
 from gnnforge.nn._sg_conv import SGConv
@@ -28,4 +29,8 @@ __all__ = [
     "SAGEConv",
     "SGConv",
     "TAGConv",
+    "max_pool",
+    "mean_pool",
+    "pool",
+    "sum_pool",
 ]

@@ -31,23 +31,25 @@ def _count(shapes: list[tuple[Content, int]]) -> int:
 
 def improve_packing(shapes: list[tuple[Content, int]], bins: np.ndarray, counts: np.ndarray,
                     limits: np.ndarray, heuristic: Callable[[np.ndarray], np.ndarray],
-                    width: int) -> list[tuple[Content, int]]:
+                    max_items: int | None) -> list[tuple[Content, int]]:
     """The plan with the fewest packs among `shapes` and the pre-opened re-runs.
 
     Args:
         shapes: the plan to improve, as (bin indices, count) pairs.
-        bins, counts, limits: the packing input (graph-count column included).
-        heuristic, width: as for `histogram_pack`.
+        bins, counts, limits: the packing input .
+        heuristic, max_items: as for `histogram_pack`.
     """
     totals = (bins * counts[:, None]).sum(axis=0)
     bound = int(max(-(-int(t) // int(l)) for t, l in zip(totals, limits)))
+    if max_items:
+        bound = max(bound, -(-int(counts.sum()) // max_items))
     best = shapes
     for factor in _TARGETS:
         target = int(np.ceil(bound * factor))
         if target >= _count(best):
             break
         for best_fit in (False, True):
-            trial = histogram_pack(bins, counts, limits, heuristic, best_fit, width, target)
+            trial = histogram_pack(bins, counts, limits, heuristic, best_fit, max_items, target)
             if _count(trial) < _count(best):
                 best = trial
         if _count(best) <= bound:

@@ -103,20 +103,17 @@ def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
     if method == "none":
         shapes = [((b,), int(c)) for b, c in enumerate(counts.tolist())]
         return make_plan(shapes, bins, limits_array, method, "-", max_graphs_per_pack, dropped)
-    cap = int(max_graphs_per_pack) if max_graphs_per_pack else int(counts.sum()) + 1
+    cap = int(max_graphs_per_pack) if max_graphs_per_pack else None
+    columns = list(range(k))
     if component is not None:
         columns = [component]
-        width, function, name = 1, (lambda x: x[:, 0]), f"{['nodes', 'edges'][component]}"
-    else:
-        columns = list(range(k))
-        width = k
-    work = np.concatenate([bins[:, columns], np.ones((bins.shape[0], 1), np.int64)], axis=1)
-    work_limits = np.concatenate([limits_array[columns], [cap]])
-    shapes = histogram_pack(work, counts, work_limits, function, best_fit, width)
+        function, name = (lambda x: x[:, 0]), ["nodes", "edges"][component]
+    work, work_limits = bins[:, columns], limits_array[columns]
+    shapes = histogram_pack(work, counts, work_limits, function, best_fit, cap)
     improved_from = None
     if improve and component is None:
         before = sum(c for _, c in shapes)
-        shapes = improve_packing(shapes, work, counts, work_limits, function, width)
+        shapes = improve_packing(shapes, work, counts, work_limits, function, cap)
         improved_from = before
     return make_plan(shapes, bins, limits_array, method, name, max_graphs_per_pack, dropped,
                      improved_from)

@@ -50,7 +50,17 @@ class PackingPlan:
         dropped: {size tuple: count} of graphs left out because they exceed a limit
             (only with oversized='drop').
         improved_from: packs before the improvement step, or None when it did not run.
+        large_item_bound: graphs larger than half a limit in some component k; no two
+            of them fit one pack, so no plan beats this either. When it exceeds
+            `lower_bound` (datasets whose graphs are all close to the largest), the gap
+            to `lower_bound` is not reachable; `best_gap` uses the larger bound.
     """
+
+    @property
+    def best_gap(self) -> float:
+        """num_packs / max(lower_bound, large_item_bound) - 1."""
+        bound = max(self.lower_bound, self.large_item_bound)
+        return self.num_packs / bound - 1 if bound else 0.0
 
     packs: list[tuple[list[tuple[int, ...]], int]]
     limits: tuple[int, ...]
@@ -67,6 +77,7 @@ class PackingPlan:
     overflow: tuple[tuple[int, int, int], ...]
     dropped: dict[tuple[int, ...], int] = field(default_factory=dict)
     improved_from: int | None = None
+    large_item_bound: int = 0
 
     @property
     def num_dropped(self) -> int:
@@ -95,22 +106,24 @@ def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limit
     """Build a PackingPlan (with all metrics) from pack shapes given as bin indices."""
     k = limits.size
     num_packs = sum(count for _, count in shapes)
-    totals = np.zeros(k, dtype=np.int64)
-    num_graphs = 0
-    over_packs = np.zeros(k, dtype=np.int64)
-    over_max = np.zeros(k, dtype=np.int64)
-    over_total = np.zeros(k, dtype=np.int64)
-    packs = []
-    for content, count in shapes:
-        filled = bins[list(content)].sum(axis=0) if content else np.zeros(k, dtype=np.int64)
-        totals += filled * count
-        num_graphs += len(content) * count
-        excess = filled - limits
-        over = excess > 0
-        over_packs += over * count
-        over_max = np.maximum(over_max, np.where(over, excess, 0))
-        over_total += np.where(over, excess, 0) * count
-        packs.append(([tuple(int(v) for v in bins[i]) for i in content], int(count)))
+    pack_counts = np.array([count for _, count in shapes], dtype=np.int64)
+    lengths = np.array([len(content) for content, _ in shapes], dtype=np.int64)
+    flat = np.fromiter((i for content, _ in shapes for i in content), dtype=np.int64,
+                       count=int(lengths.sum()))
+    # Per-shape fill by one segmented sum instead of a Python loop over shapes.
+    filled = np.zeros((len(shapes), k), dtype=np.int64)
+    nonempty = lengths > 0
+    if flat.size:
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[nonempty]
+        filled[nonempty] = np.add.reduceat(bins[flat], starts, axis=0)
+    totals = (filled * pack_counts[:, None]).sum(axis=0) if shapes else np.zeros(k, np.int64)
+    num_graphs = int((lengths * pack_counts).sum())
+    excess = np.maximum(filled - limits, 0)
+    over_packs = ((excess > 0) * pack_counts[:, None]).sum(axis=0) if shapes else excess.sum(0)
+    over_max = excess.max(axis=0) if shapes else np.zeros(k, np.int64)
+    over_total = (excess * pack_counts[:, None]).sum(axis=0) if shapes else excess.sum(0)
+    rows = [tuple(int(v) for v in row) for row in bins.tolist()]
+    packs = [([rows[i] for i in content], int(count)) for content, count in shapes]
     slots = num_packs * limits.astype(np.float64)
     efficiency = tuple(float(t / s) if s else 0.0 for t, s in zip(totals, slots))
     harmonic = (len(efficiency) / sum(1 / e for e in efficiency)
@@ -124,4 +137,17 @@ def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limit
         speedup=num_graphs / num_packs if num_packs else math.nan,
         overflow=tuple((int(a), int(b), int(c)) for a, b, c in zip(over_packs, over_max,
                                                                     over_total)),
-        dropped=dict(dropped), improved_from=improved_from)
+        dropped=dict(dropped), improved_from=improved_from,
+        large_item_bound=_large_item_bound(shapes, bins, limits))
+
+
+def _large_item_bound(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray,
+                      limits: np.ndarray) -> int:
+    large = (2 * bins > limits).any(axis=1)
+    per_bin = np.zeros(bins.shape[0], dtype=np.int64)
+    for content, count in shapes:
+        for i in content:
+            per_bin[i] += count
+    # Items large in one same component k cannot share a pack; take the best k.
+    return int(max(((2 * bins[:, k] > limits[k]) * per_bin).sum() for k in range(limits.size))
+               ) if large.any() else 0

@@ -12,14 +12,18 @@ is. For a bin of size s with count c:
   fit s in every component (the fullest pack that fits), SPFHP the one with the largest
   (shortest pack first);
 * min(c, group size) of its packs receive one item each and move to remaining r - s;
-  this repeats until c is used up or nothing fits, when the rest opens c new packs.
+  this repeats until c is used up or nothing fits; then new packs open, each taking as
+  many copies as fit (what placing the items one by one would do, since no older pack
+  fits this size).
 
-Graph count is an extra component with limit `max_graphs_per_pack` (or no limit), which
-also guarantees progress for empty graphs. A pack whose remaining space is below the
-component-wise minimum of every bin still to come is closed and leaves the search.
+A pack closes (leaves the search) when it holds `max_graphs_per_pack` graphs or when its
+remaining space is below the component-wise minimum of every bin still to come. The
+graph cap is checked on the pack's content, not kept in the remaining-space key, so
+packs with equal remaining space share one group whatever their graph counts.
 
-Complexity. The open groups are mirrored in contiguous numpy arrays (remaining [G, k+1],
-priority [G]); a query is one vectorised dominance test and arg-min over them, O(G k).
+Complexity. The open groups are mirrored in contiguous numpy arrays (remaining [G, k],
+priority [G]); a query is one compiled (numba) pass of dominance test and arg-min over
+them, O(G k) with a small constant (no temporaries).
 Each step either finishes a bin or empties a group, so there are at most B + P steps
 (B bins, P distinct (content, remaining) groups created), and the total is
 O((B + P) G k) numpy work plus O(B log B) for the sort. G stays small in practice because
@@ -31,11 +35,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numba
 import numpy as np
 
 __all__ = ["histogram_pack"]
 
 Content = tuple[int, ...]  # bin indices in a pack, in the order they were added
+
+
+@numba.njit(cache=True, nogil=True)
+def _find(remaining: np.ndarray, priority: np.ndarray, count: int, size: np.ndarray,
+          best_fit: bool) -> int:
+    """Arg-min (best fit) or arg-max priority over the first `count` groups that fit `size`.
+
+    One pass, no temporaries: this query is the inner loop of the whole algorithm.
+    """
+    best = -1
+    best_value = 0.0
+    k = size.shape[0]
+    for row in range(count):
+        fits = True
+        for column in range(k):
+            if remaining[row, column] < size[column]:
+                fits = False
+                break
+        if fits:
+            value = priority[row]
+            if best < 0 or (value < best_value if best_fit else value > best_value):
+                best, best_value = row, value
+    return best
 
 
 class _OpenPacks:
@@ -68,15 +96,7 @@ class _OpenPacks:
 
     def find(self, size: np.ndarray, best_fit: bool) -> int:
         """Position of the group to fill, or -1 when no open pack fits `size`."""
-        remaining = self.remaining[:self.size]
-        fits = remaining[:, 0] >= size[0]
-        for column in range(1, size.size):
-            fits &= remaining[:, column] >= size[column]
-        candidates = np.flatnonzero(fits)
-        if candidates.size == 0:
-            return -1
-        values = self.priority[candidates]
-        return int(candidates[values.argmin() if best_fit else values.argmax()])
+        return int(_find(self.remaining, self.priority, self.size, size, best_fit))
 
     def remove(self, at: int) -> dict[Content, int]:
         """Take group `at` out (the last group moves into its place)."""
@@ -103,7 +123,7 @@ class _OpenPacks:
 
 def histogram_pack(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
                    heuristic: Callable[[np.ndarray], np.ndarray], best_fit: bool,
-                   width: int | None = None, initial_packs: int = 0
+                   max_items: int | None = None, initial_packs: int = 0
                    ) -> list[tuple[Content, int]]:
     """Pack a histogram; returns [(bin indices of one pack shape, number of such packs)].
 
@@ -111,16 +131,16 @@ def histogram_pack(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
         bins: [B, k] int64 size tuples, each within `limits` (callers check).
         counts: [B] int64 > 0.
         limits: [k] int64 capacity per component (graph count included by the caller).
-        heuristic: vectorised monotone priority on [n, width] sizes (the leading columns).
+        heuristic: vectorised monotone priority on [n, k] sizes.
         best_fit: True for LPFHP, False for SPFHP.
-        width: how many leading columns the heuristic sees (default all; the graph-count
-            column the caller appends is left out of the priority).
+        max_items: cap on items per pack (graph slots), or None.
         initial_packs: empty packs opened before the first bin (the improvement step's
             target count); those still empty at the end are discarded.
     """
     if bins.shape[0] == 0:
         return []
-    k_heuristic = bins.shape[1] if width is None else width
+    k_heuristic = bins.shape[1]
+    cap = max_items if max_items else int(counts.sum()) + 1
     order = _descending(bins, counts, heuristic, k_heuristic)
     bins, counts = bins[order], counts[order]
     floors = np.minimum.accumulate(bins[::-1], axis=0)[::-1]  # min size of bins b..B-1
@@ -131,14 +151,18 @@ def histogram_pack(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
 
     packs = _OpenPacks(bins.shape[1], priority)
     if initial_packs:
-        packs.add(packs_key(limit_tuple), (), initial_packs)
+        packs.add(tuple(int(v) for v in limit_tuple), (), initial_packs)
     closed: list[tuple[Content, int]] = []
+    limits_t = tuple(int(v) for v in limit_tuple)
     floor = floors[0]
+    floor_t = tuple(int(v) for v in floor)
     for b in range(bins.shape[0]):
         if (floors[b] != floor).any():
             floor = floors[b]
+            floor_t = tuple(int(v) for v in floor)
             packs.close_below(floor, closed)
-        _place_bin(packs, closed, b, bins[b], int(counts[b]), limit_tuple, floor, best_fit)
+        _place_bin(packs, closed, b, bins[b], tuple(int(v) for v in bins[b]), int(counts[b]),
+                   limits_t, floor_t, best_fit, cap)
     packs.close_below(np.full(bins.shape[1], np.iinfo(np.int64).max), closed)
     # Map positions in the sorted order back to the caller's bin indices.
     return [(tuple(int(order[i]) for i in content), count) for content, count in closed if content]
@@ -153,32 +177,49 @@ def _descending(bins: np.ndarray, counts: np.ndarray,
 
 
 def _place_bin(packs: _OpenPacks, closed: list[tuple[Content, int]], b: int, size: np.ndarray,
-               count: int, limits: np.ndarray, floor: np.ndarray, best_fit: bool) -> None:
+               size_t: tuple[int, ...], count: int, limits: tuple[int, ...],
+               floor: tuple[int, ...], best_fit: bool, cap: int) -> None:
+    # Tuples, not small arrays, in this loop: numpy's per-call overhead on 3-element
+    # arrays costs more than the arithmetic.
     while count:
         at = packs.find(size, best_fit)
         if at < 0:
-            _add(packs, closed, limits - size, (b,), count, floor)
+            _open_new(packs, closed, b, size_t, count, limits, floor, cap)
             return
-        new_remaining = packs.remaining[at] - size
+        key = packs.keys[at]
+        new_remaining = tuple(r - v for r, v in zip(key, size_t))
         group = packs.remove(at)
         while count and group:
             content, available = group.popitem()
             taken = min(available, count)
             if available > taken:
                 group[content] = available - taken
-            _add(packs, closed, new_remaining, content + (b,), taken, floor)
+            _add(packs, closed, new_remaining, content + (b,), taken, floor, cap)
             count -= taken
         for content, left in group.items():  # packs of this group that got nothing
-            packs.add(packs_key(new_remaining + size), content, left)
+            packs.add(key, content, left)
 
 
-def packs_key(remaining: np.ndarray) -> tuple[int, ...]:
-    return tuple(int(v) for v in remaining)
+def _open_new(packs: _OpenPacks, closed: list[tuple[Content, int]], b: int,
+              size_t: tuple[int, ...], count: int, limits: tuple[int, ...],
+              floor: tuple[int, ...], cap: int) -> None:
+    """Open packs for `count` items of one size that fit no open pack.
+
+    Item by item, best fit (and first fit from the emptiest pack alike) would put each
+    next copy into the newest pack until it is full, since no older pack fits this size;
+    so each new pack takes m = as many copies as fit, and one pack takes the rest.
+    """
+    per_pack = min([cap] + [l // v for l, v in zip(limits, size_t) if v > 0])
+    full, rest = divmod(count, per_pack)
+    for copies, packs_needed in ((per_pack, full), (rest, 1 if rest else 0)):
+        if packs_needed:
+            remaining = tuple(l - copies * v for l, v in zip(limits, size_t))
+            _add(packs, closed, remaining, (b,) * copies, packs_needed, floor, cap)
 
 
-def _add(packs: _OpenPacks, closed: list[tuple[Content, int]], remaining: np.ndarray,
-         content: Content, count: int, floor: np.ndarray) -> None:
-    if (remaining < floor).any():
+def _add(packs: _OpenPacks, closed: list[tuple[Content, int]], remaining: tuple[int, ...],
+         content: Content, count: int, floor: tuple[int, ...], cap: int) -> None:
+    if len(content) >= cap or any(r < f for r, f in zip(remaining, floor)):
         closed.append((content, count))
     else:
-        packs.add(packs_key(remaining), content, count)
+        packs.add(remaining, content, count)
