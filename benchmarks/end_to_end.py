@@ -355,7 +355,7 @@ def gin_rows(rows, args) -> None:
 
     from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
     from gnnforge.nn import MoleculeGIN
-    from gnnforge.train import FixedShapeBatches, split_indices
+    from gnnforge.train import PackedSplit, split_indices
 
     graphs = moses_tpsa(args.molecules)
     split = split_indices(len(graphs), seed=0)
@@ -364,7 +364,7 @@ def gin_rows(rows, args) -> None:
     torch.manual_seed(0)
     ours = MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=64, num_layers=3)
     theirs = PygMoleculeGIN(ours)
-    packed = FixedShapeBatches(graphs, split["train"], 128, seed=0)
+    packed = PackedSplit(graphs, split["train"], 128, seed=0)
     steps = len(packed.plan(0))
     pyg_train = [Data(x=g.node_data["x"], edge_index=torch.stack([g.src, g.dst]),
                       edge_attr=g.edge_data["edge_attr"], y=g.graph_data["y"].view(1, 1),

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from gnnforge.graph import Graph, GraphBatch
 from gnnforge.train._config import TrainConfig
-from gnnforge.train._fixed_batches import FixedShapeBatches
+from gnnforge.train._packed_split import PackedSplit
 
 __all__ = ["GraphTask", "split_indices"]
 
@@ -47,7 +47,7 @@ class GraphTask:
     (missing values masked by `y_mask` when present), or binary classification when every
     target is 0 or 1 (BCE, reported as accuracy)."""
 
-    name = "graph property prediction (GIN, fixed-shape batches)"
+    name = "graph property prediction (GIN, packed fixed-shape batches)"
     items = "graphs"
 
     def __init__(self, config: TrainConfig, graphs: list[Graph] | None = None,
@@ -70,8 +70,8 @@ class GraphTask:
         self.num_tasks = y.shape[1]
         self.metric = "val_accuracy" if self.classification else "val_mae"
         self.higher_is_better = self.classification
-        self.loaders = {split: FixedShapeBatches(graphs, indices, config.batch_graphs,
-                                                 seed=config.seed, shuffle=split == "train")
+        self.loaders = {split: PackedSplit(graphs, indices, config.batch_graphs,
+                                           seed=config.seed, shuffle=split == "train")
                         for split, indices in self.splits.items()}
         for split in ("val", "test"):
             self.loaders[split].plan(0)
@@ -133,8 +133,7 @@ class GraphTask:
         return [("dataset", self.config.dataset or "nci-tpsa"), ("target", self.target),
                 ("molecules (train/val/test)",
                  "/".join(str(len(self.splits[s])) for s in ("train", "val", "test"))),
-                ("batch shape (nodes, edges, slots)",
-                 f"{loader.max_nodes}, {loader.max_edges}, {loader.max_graphs}")]
+                ("batch shape (nodes, edges, slots)", ", ".join(map(str, loader.shape)))]
 
     def state_dict(self) -> dict[str, Any]:
         return {}  # batch order is a function of (seed, epoch); nothing else is random
