@@ -431,7 +431,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="gcn,sage,gin", help="which rows: gcn,sage,gin")
     parser.add_argument("--epochs", type=int, default=100, help="timed GCN epochs (Planetoid)")
-    parser.add_argument("--sage-epochs", type=int, default=3)
+    parser.add_argument("--sage-epochs", type=int, default=5)
     parser.add_argument("--sage-steps", type=int, default=8, help="steps per SAGE epoch")
     parser.add_argument("--gin-epochs", type=int, default=5)
     parser.add_argument("--molecules", type=int, default=20000)
