@@ -257,11 +257,36 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
 
     t_ours = timed_epochs(trainer(ours, lambda b: b), args.sage_epochs)
     t_theirs = timed_epochs(trainer(theirs, pyg_blocks), args.sage_epochs)
+    model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args)
     note = ("PyG model on gnnforge-sampled blocks (no pyg-lib/torch-sparse for "
             "NeighborLoader)") if not pyg_sampling() else ""
     print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch)", t_ours,
               t_theirs, accuracy(ours, lambda b: b), accuracy(theirs, pyg_blocks),
               note + ("" if labelled else "; random features/labels"))
+
+
+def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args):
+    """Forward+backward of both models on the same pre-sampled batches (no sampling)."""
+    seeds.set_epoch(0)
+    generator = torch.Generator().manual_seed(2)
+    batches = []
+    for step, batch in enumerate(seeds):
+        if step == steps:
+            break
+        blocks = sampler.sample(graph, batch, generator=generator)
+        batches.append((blocks, pyg_blocks(blocks), x[blocks[0].src_nodes], y[batch]))
+
+    def run(model, pyg: bool):
+        def epoch():
+            for blocks, converted, features, labels in batches:
+                model.zero_grad()
+                F.cross_entropy(model(converted if pyg else blocks, features), labels).backward()
+        return epoch
+
+    print_row(rows, f"SAGE model only, {name} ({steps} pre-sampled batches)",
+              timed_epochs(run(ours, False), args.sage_epochs),
+              timed_epochs(run(theirs, True), args.sage_epochs), None, None,
+              "forward+backward on identical blocks; sampling excluded")
 
 
 def pyg_sampling() -> bool:
