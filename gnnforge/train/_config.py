@@ -44,7 +44,7 @@ class TrainConfig:
     # OpenMP's spin-waiting made 2 threads 30x slower than 1 in our runs.
     threads: int = 1
     # graph task: graphs per batch on average, and a limit on molecules (0: all).
-    batch_graphs: int = 128
+    batch_graphs: int = 32
     limit: int = 0
     pool: str = "sum"
     # node task
