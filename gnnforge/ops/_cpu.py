@@ -27,10 +27,11 @@ def _no_index() -> Tensor:
     return torch.empty(0, dtype=torch.int64)
 
 
-# Below this many multiply-adds a call runs on the calling thread only: waking the
-# worker threads costs tens of microseconds idle and milliseconds on a loaded machine
-# (measured: 2 us single-threaded vs 3-30 ms parallel for a 6-edge graph under load).
-_PARALLEL_WORK = 2**16
+# Below this many multiply-adds (about a millisecond on one core) a call runs on the
+# calling thread only: waking the worker threads costs tens of microseconds on an idle
+# machine and whole scheduler slices on a loaded one (measured: 2 us single-threaded vs
+# 3-30 ms parallel for a 6-edge graph; Pubmed F=16 took 20 ms parallel under load).
+_PARALLEL_WORK = 2**21
 
 
 def _launch(kernel, rows: int, work: int, *args) -> None:
