@@ -27,10 +27,11 @@ def _no_index() -> Tensor:
     return torch.empty(0, dtype=torch.int64)
 
 
-# Below this many multiply-adds a call runs on the calling thread only: waking the
-# worker threads costs tens of microseconds idle and milliseconds on a loaded machine
-# (measured: 2 us single-threaded vs 3-30 ms parallel for a 6-edge graph under load).
-_PARALLEL_WORK = 2**16
+# Below this many multiply-adds (about a millisecond on one core) a call runs on the
+# calling thread only: waking the worker threads costs tens of microseconds on an idle
+# machine and whole scheduler slices on a loaded one (measured: 2 us single-threaded vs
+# 3-30 ms parallel for a 6-edge graph; Pubmed F=16 took 20 ms parallel under load).
+_PARALLEL_WORK = 2**21
 
 
 def _launch(kernel, rows: int, work: int, *args) -> None:
@@ -53,7 +54,7 @@ def _compute(tensor: Tensor) -> Tensor:
 
 
 def _rows(tensor: Tensor) -> Tensor:
-    return tensor.reshape(tensor.shape[0], -1)
+    return tensor.reshape(tensor.shape[0], math.prod(tensor.shape[1:]))
 
 
 def _scalar_weight_heads(lhs: Tensor, rhs: Tensor, out_shape: tuple[int, ...]) -> int | None:
@@ -108,7 +109,7 @@ def _spmm_copy(rowptr, index, data, op, reduce, num_rows):
 
 
 def _spmm_scaled(rowptr, col, eids, lhs, rhs, heads, reduce, num_rows, dtype):
-    x = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, -1)           # [N, H, D]
+    x = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, math.prod(lhs.shape[1:]) // heads)           # [N, H, D]
     weight = _compute(rhs.to(dtype)).reshape(rhs.shape[0], heads)
     weight = weight.index_select(0, eids.to(torch.int64)).contiguous()      # [nnz, H] CSR order
     out = torch.empty(num_rows, heads, x.shape[2], dtype=x.dtype)
@@ -170,8 +171,9 @@ def gsddmm_cpu(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
 
 def _sddmm_dot(lhs_row, rhs_row, lhs, rhs, out_shape, dtype):
     width = lhs.shape[-1]
-    left = _compute(lhs.to(dtype)).reshape(lhs.shape[0], -1, width)     # [N, H, D]
-    right = _compute(rhs.to(dtype)).reshape(rhs.shape[0], -1, width)
+    heads = math.prod(lhs.shape[1:-1])
+    left = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, width)   # [N, H, D]
+    right = _compute(rhs.to(dtype)).reshape(rhs.shape[0], heads, width)
     out = torch.empty(lhs_row.numel(), left.shape[1], dtype=left.dtype)
     if out.numel() and width:
         _launch(kernels.sddmm_dot, out.shape[0], out.numel() * width, lhs_row.numpy(),

@@ -127,15 +127,16 @@ def _scalar_groups(rhs_shape, lhs_shape) -> int | None:
 def _grouped_dot(arrays, lhs, grad_out, rhs_shape, backend):
     # d w[e, h] = <x[u, h, :], grad[v, h, :]>: a dot SDDMM, no E x D product materialised.
     heads = math.prod(rhs_shape)
-    left = lhs.reshape(lhs.shape[0], heads, -1)
-    right = grad_out.reshape(grad_out.shape[0], heads, -1)
+    width = math.prod(lhs.shape[1:]) // max(heads, 1)
+    left = lhs.reshape(lhs.shape[0], heads, width)
+    right = grad_out.reshape(grad_out.shape[0], heads, width)
     grad = sddmm_op(arrays, left, right, "dot", "u", "v", backend)   # [E, H, 1]
     return grad.reshape(grad.shape[0], *rhs_shape)
 
 
 def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     out_shape = tuple(grad_out.shape[1:])
-    grad_flat = grad_out.reshape(grad_out.shape[0], -1)                       # [M, K]
+    grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))                      # [M, K]
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1]:
         value = grad_flat

@@ -31,7 +31,7 @@ def _message(op, lhs, rhs, col, eids, start, end):
     left = None if lhs is None else lhs.index_select(0, col[start:end].long())
     right = None if rhs is None else rhs.index_select(0, eids[start:end].long())
     message = edge_message_ref(op, left, right)
-    return message.reshape(end - start, -1)  # [chunk, K]
+    return message.reshape(end - start, math.prod(message.shape[1:]))  # [chunk, K]
 
 
 def gspmm_torch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
@@ -68,10 +68,16 @@ def gspmm_torch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         entry = torch.arange(start, end, device=device).unsqueeze(1).expand(-1, width)
         winner.scatter_reduce_(0, index, torch.where(hit, entry, -1), reduce="amax")
     out[degree == 0] = 0
-    found = winner.clamp(min=0)
-    arg_lhs = torch.where(winner >= 0, col.long()[found], -1) if lhs is not None else empty()
-    arg_rhs = torch.where(winner >= 0, eids.long()[found], -1) if rhs is not None else empty()
+    arg_lhs = _winner_ids(winner, col) if lhs is not None else empty()
+    arg_rhs = _winner_ids(winner, eids) if rhs is not None else empty()
     return out.reshape(num_rows, *out_shape), arg_lhs, arg_rhs
+
+
+def _winner_ids(winner: Tensor, ids: Tensor) -> Tensor:
+    """ids[winner] where a winner exists, -1 elsewhere (rows without in-edges)."""
+    if ids.numel() == 0:
+        return torch.full_like(winner, -1)
+    return torch.where(winner >= 0, ids.long()[winner.clamp(min=0)], -1)
 
 
 def gsddmm_torch(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str) -> Tensor:
