@@ -11,6 +11,7 @@ the same whatever their scale; user callables see raw sizes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -26,6 +27,17 @@ HEURISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "min": lambda x: np.min(x, axis=1),
     "nodes": lambda x: x[:, 0],
     "edges": lambda x: x[:, 1],
+}
+
+# Scalar twins of HEURISTICS on one scaled tuple: the packing loop ranks one new pack at a
+# time, where numpy's per-call overhead would cost more than the arithmetic.
+_SCALAR: dict[str, Callable[[tuple[float, ...]], float]] = {
+    "product": math.prod,
+    "sum": sum,
+    "max": max,
+    "min": min,
+    "nodes": lambda v: v[0],
+    "edges": lambda v: v[1],
 }
 
 _MAX_GRID_POINTS = 2_000_000
@@ -76,14 +88,18 @@ def resolve_heuristic(heuristic: str | Heuristic, limits: np.ndarray) -> tuple[s
                              f"got {heuristic!r}")
         if heuristic == "edges" and k < 2:
             raise ValueError("heuristic 'edges' needs sizes with at least 2 components")
-        base = HEURISTICS[heuristic]
-        return heuristic, lambda x: base(x / scale)
+        base, scalar = HEURISTICS[heuristic], _SCALAR[heuristic]
+        inverse = tuple(1.0 / float(v) for v in scale)
+        function: Heuristic = lambda x: base(x / scale)  # noqa: E731
+        function.scalar = (  # type: ignore[attr-defined]
+            lambda r: float(scalar([a * b for a, b in zip(r, inverse)])))
+        return heuristic, function
     if not callable(heuristic):
         raise TypeError(f"heuristic: expected a name or a callable, got {type(heuristic).__name__}")
     name = getattr(heuristic, "__name__", type(heuristic).__name__)
     if getattr(heuristic, "_gnnforge_scaled", False):
-        function = heuristic
-        scaled: Heuristic = lambda x: function(x / scale)  # noqa: E731
+        user = heuristic
+        scaled: Heuristic = lambda x: user(x / scale)  # noqa: E731
         check_monotone(scaled, limits, name)
         return name, scaled
     check_monotone(heuristic, limits, name)
@@ -122,7 +138,8 @@ def check_monotone(function: Heuristic, limits: np.ndarray, name: str = "heurist
                          f"{values.shape} for input {points.shape}")
     if not np.isfinite(values).all():
         bad = int(np.argwhere(~np.isfinite(values))[0, 0])
-        raise ValueError(f"heuristic {name}: non-finite value at {points[bad].astype(int).tolist()}")
+        where = points[bad].astype(int).tolist()
+        raise ValueError(f"heuristic {name}: non-finite value at {where}")
     grid = values.reshape(mesh.shape[:-1])
     for axis in range(grid.ndim):
         drops = np.diff(grid, axis=axis) < -1e-12 * np.maximum(1.0, np.abs(grid).max())

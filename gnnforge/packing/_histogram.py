@@ -75,16 +75,21 @@ def histogram_arrays(histogram: Mapping[tuple[int, ...], int]) -> tuple[np.ndarr
     if not isinstance(histogram, Mapping):
         raise TypeError(f"histogram: expected a dict {{size tuple: count}}, got "
                         f"{type(histogram).__name__}; build one with size_histogram(sizes)")
-    items = [(tuple(np.atleast_1d(key).tolist()), count) for key, count in histogram.items()]
-    lengths = {len(key) for key, _ in items}
+    keys = [key if isinstance(key, tuple) else tuple(np.atleast_1d(key).tolist())
+            for key in histogram]
+    lengths = {len(key) for key in keys}
     if len(lengths) > 1:
         raise ValueError(f"histogram: size tuples have different lengths {sorted(lengths)}")
-    for key, count in items:
-        if int(count) != count or count < 1:
-            raise ValueError(f"histogram[{key}] = {count!r}: counts must be positive integers")
-        if min(key, default=0) < 0:
-            raise ValueError(f"histogram key {key} has a negative size")
     k = lengths.pop() if lengths else 0
-    bins = np.array([key for key, _ in items], dtype=np.int64).reshape(len(items), k)
-    counts = np.array([int(count) for _, count in items], dtype=np.int64)
+    bins = np.array(keys, dtype=np.int64).reshape(len(keys), k)
+    raw = np.array(list(histogram.values()))
+    counts = raw.astype(np.int64)
+    bad = np.flatnonzero((counts != raw) | (counts < 1)) if raw.size else []
+    if len(bad):
+        key = keys[int(bad[0])]
+        raise ValueError(f"histogram[{key}] = {histogram[key]!r}: counts must be positive "
+                         "integers")
+    if bins.size and bins.min() < 0:
+        raise ValueError(f"histogram key {keys[int(np.argwhere(bins < 0)[0, 0])]} has a "
+                         "negative size")
     return bins, counts

@@ -122,8 +122,8 @@ def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limit
     over_packs = ((excess > 0) * pack_counts[:, None]).sum(axis=0) if shapes else excess.sum(0)
     over_max = excess.max(axis=0) if shapes else np.zeros(k, np.int64)
     over_total = (excess * pack_counts[:, None]).sum(axis=0) if shapes else excess.sum(0)
-    rows = [tuple(int(v) for v in row) for row in bins.tolist()]
-    packs = [([rows[i] for i in content], int(count)) for content, count in shapes]
+    rows = list(map(tuple, bins.tolist()))  # tolist() gives Python ints
+    packs = [(list(map(rows.__getitem__, content)), count) for content, count in shapes]
     slots = num_packs * limits.astype(np.float64)
     efficiency = tuple(float(t / s) if s else 0.0 for t, s in zip(totals, slots))
     harmonic = (len(efficiency) / sum(1 / e for e in efficiency)
@@ -138,16 +138,13 @@ def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limit
         overflow=tuple((int(a), int(b), int(c)) for a, b, c in zip(over_packs, over_max,
                                                                     over_total)),
         dropped=dict(dropped), improved_from=improved_from,
-        large_item_bound=_large_item_bound(shapes, bins, limits))
+        large_item_bound=_large_item_bound(flat, np.repeat(pack_counts, lengths), bins, limits))
 
 
-def _large_item_bound(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray,
+def _large_item_bound(flat: np.ndarray, weights: np.ndarray, bins: np.ndarray,
                       limits: np.ndarray) -> int:
     large = (2 * bins > limits).any(axis=1)
-    per_bin = np.zeros(bins.shape[0], dtype=np.int64)
-    for content, count in shapes:
-        for i in content:
-            per_bin[i] += count
+    per_bin = np.bincount(flat, weights=weights, minlength=bins.shape[0]).astype(np.int64)
     # Items large in one same component k cannot share a pack; take the best k.
     return int(max(((2 * bins[:, k] > limits[k]) * per_bin).sum() for k in range(limits.size))
                ) if large.any() else 0

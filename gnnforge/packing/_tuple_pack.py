@@ -69,7 +69,7 @@ def _find(remaining: np.ndarray, priority: np.ndarray, count: int, size: np.ndar
 class _OpenPacks:
     """Open packs grouped by remaining space, mirrored in arrays for vectorised search."""
 
-    def __init__(self, width: int, priority: Callable[[np.ndarray], float]) -> None:
+    def __init__(self, width: int, priority: Callable[[tuple[int, ...]], float]) -> None:
         self.remaining = np.empty((64, width), dtype=np.int64)
         self.priority = np.empty(64, dtype=np.float64)
         self.size = 0
@@ -87,7 +87,7 @@ class _OpenPacks:
             at = self.size
             self.size += 1
             self.remaining[at] = remaining
-            self.priority[at] = self._priority_of(self.remaining[at])
+            self.priority[at] = self._priority_of(remaining)
             self.position[remaining] = at
             self.keys.append(remaining)
             self.groups.append({})
@@ -146,23 +146,28 @@ def histogram_pack(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
     floors = np.minimum.accumulate(bins[::-1], axis=0)[::-1]  # min size of bins b..B-1
     limit_tuple = limits.astype(np.int64)
 
-    def priority(remaining: np.ndarray) -> float:
-        return float(heuristic(remaining[None, :k_heuristic].astype(np.float64))[0])
+    scalar = getattr(heuristic, "scalar", None)
+
+    def priority(remaining: tuple[int, ...]) -> float:
+        if scalar is not None:
+            return scalar(remaining)
+        return float(heuristic(np.asarray([remaining], dtype=np.float64))[0])
 
     packs = _OpenPacks(bins.shape[1], priority)
     if initial_packs:
         packs.add(tuple(int(v) for v in limit_tuple), (), initial_packs)
     closed: list[tuple[Content, int]] = []
     limits_t = tuple(int(v) for v in limit_tuple)
-    floor = floors[0]
-    floor_t = tuple(int(v) for v in floor)
+    floor_rows = [tuple(row) for row in floors.tolist()]
+    bin_rows = [tuple(row) for row in bins.tolist()]
+    count_list = counts.tolist()
+    floor_t = floor_rows[0]
     for b in range(bins.shape[0]):
-        if (floors[b] != floor).any():
-            floor = floors[b]
-            floor_t = tuple(int(v) for v in floor)
-            packs.close_below(floor, closed)
-        _place_bin(packs, closed, b, bins[b], tuple(int(v) for v in bins[b]), int(counts[b]),
-                   limits_t, floor_t, best_fit, cap)
+        if floor_rows[b] != floor_t:
+            floor_t = floor_rows[b]
+            packs.close_below(floors[b], closed)
+        _place_bin(packs, closed, b, bins[b], bin_rows[b], count_list[b], limits_t, floor_t,
+                   best_fit, cap)
     packs.close_below(np.full(bins.shape[1], np.iinfo(np.int64).max), closed)
     # Map positions in the sorted order back to the caller's bin indices.
     return [(tuple(int(order[i]) for i in content), count) for content, count in closed if content]

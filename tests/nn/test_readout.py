@@ -40,7 +40,8 @@ def test_functional_forms_and_errors():
     node_graph = torch.tensor([0, 0, 1])
     assert sum_pool(x, node_graph, 2).flatten().tolist() == [3.0, 7.0]
     assert mean_pool(x, node_graph, 2).flatten().tolist() == [1.5, 7.0]
-    assert max_pool(x, node_graph, 2, node_mask=torch.tensor([True, False, True])).flatten().tolist() == [1.0, 7.0]
+    masked = max_pool(x, node_graph, 2, node_mask=torch.tensor([True, False, True]))
+    assert masked.flatten().tolist() == [1.0, 7.0]
     batch = GraphBatch.from_graphs([Graph([], [], 2)])
     with pytest.raises(ValueError, match="reduce"):
         pool(torch.zeros(2, 1), batch, "median")

@@ -35,7 +35,8 @@ def test_epoch_round_trip_and_fixed_shapes(num_graphs, seed, cap, method):
         shapes, seen = set(), []
         for batch in loader:
             shapes.add((batch.num_nodes, batch.num_edges, batch.num_graphs,
-                        tuple(batch.node_data["x"].shape), tuple(batch.edge_data["edge_attr"].shape)))
+                        tuple(batch.node_data["x"].shape),
+                        tuple(batch.edge_data["edge_attr"].shape)))
             assert not bool(batch.graph_mask[-1])  # the padding slot is there
             assert bool((batch.node_mask == batch.graph_mask[batch.node_graph]).all())
             real_nodes = int(batch.graph_ptr[batch.num_real_graphs])
@@ -67,7 +68,8 @@ def test_epochs_reshuffle_and_are_seeded():
 def test_no_shuffle_is_stable():
     graphs = _dataset(50, 1)
     loader = PackedLoader(graphs, shuffle=False)
-    assert [p.tolist() for p in loader.epoch_packs(0)] == [p.tolist() for p in loader.epoch_packs(1)]
+    first, second = loader.epoch_packs(0), loader.epoch_packs(1)
+    assert [p.tolist() for p in first] == [p.tolist() for p in second]
 
 
 def test_oversized_graph_error_names_it():
