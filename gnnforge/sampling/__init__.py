@@ -5,11 +5,13 @@ from gnnforge.sampling._feature_store import FeatureStore
 from gnnforge.sampling._labor import LaborSampler
 from gnnforge.sampling._neighbor import NeighborSampler
 from gnnforge.sampling._random_walk import RandomWalkSampler
+from gnnforge.sampling._sage import BlockSAGE, mean_aggregate
 from gnnforge.sampling._seeds import EdgeBatch, EdgeSeeds, NodeSeeds
 from gnnforge.sampling._variates import DependentKeys, VariateKey, draw_key, uniform_variates
 
 __all__ = [
     "Block",
+    "BlockSAGE",
     "DependentKeys",
     "EdgeBatch",
     "EdgeSeeds",
@@ -20,5 +22,6 @@ __all__ = [
     "RandomWalkSampler",
     "VariateKey",
     "draw_key",
+    "mean_aggregate",
     "uniform_variates",
 ]

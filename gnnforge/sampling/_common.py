@@ -92,5 +92,6 @@ def resolve_key(generator: torch.Generator | None, key: VariateKey | None) -> Va
     if key is not None and generator is not None:
         raise ValueError("pass either generator= or key=, not both")
     if key is not None and not isinstance(key, VariateKey):
-        raise TypeError(f"key: expected a VariateKey (from DependentKeys), got {type(key).__name__}")
+        raise TypeError("key: expected a VariateKey (from DependentKeys), got "
+                        f"{type(key).__name__}")
     return key if key is not None else draw_key(generator)

@@ -78,7 +78,8 @@ admitted in batch order), and a miss evicts the least recently fetched rows. Row
         if miss_pos.size:
             miss_ids = torch.from_numpy(ids[miss_pos])
             out[torch.from_numpy(miss_pos)] = self.features[miss_ids]
-            self._admit(ids[miss_pos], base, base + ids.size + np.arange(miss_pos.size), out[torch.from_numpy(miss_pos)])
+            stamps = base + ids.size + np.arange(miss_pos.size)  # misses after every hit
+            self._admit(ids[miss_pos], base, stamps, out[torch.from_numpy(miss_pos)])
         self.hits += int(hit_pos.size)
         self.misses += int(miss_pos.size)
         self.bytes_copied += int(miss_pos.size) * self._row_bytes

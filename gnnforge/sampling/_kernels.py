@@ -219,8 +219,6 @@ def labor_importance(rowptr, col, frontier, fanout, iterations, num_nodes):
     while step < iterations or iterations < 0:
         step += 1
         old_c = c.copy()
-        old_pi = np.empty(0, dtype=np.float64)
-        touched = np.empty(0, dtype=np.int64)
         # pi <- pi * max_s c_s on finite c (seeds with d <= k keep everything anyway)
         marks = 0
         for i in range(n):
@@ -250,7 +248,7 @@ def labor_importance(rowptr, col, frontier, fanout, iterations, num_nodes):
             if not math.isinf(c[i]):
                 c[i] = _solve_c(rowptr, col, frontier[i], fanout, pi)
         now = _expected_vertices(rowptr, col, frontier, c, pi, best)
-        if now > expected * (1.0 - 1e-3):
+        if not now < expected * (1.0 - 1e-3):  # also stops at expected == 0
             if now > expected:
                 c[:] = old_c
                 for q in range(m):
@@ -295,7 +293,8 @@ def random_walk_layer(rowptr, col, frontier, walk_length, num_walks, restart_pro
                 if cur != seed:
                     visits[m] = cur
                     m += 1
-                if variate(key_a, key_b, mix, dependent, seed, draw + 1 + _SALT_DRAW) < restart_prob:
+                restart = variate(key_a, key_b, mix, dependent, seed, draw + 1 + _SALT_DRAW)
+                if restart < restart_prob:
                     cur = seed
         if m == 0:
             continue

@@ -39,7 +39,8 @@ class RandomWalkSampler:
             if not isinstance(value, int | np.integer) or value < 1:
                 raise ValueError(f"RandomWalkSampler: {name} must be an int >= 1, got {value!r}")
         if not 0.0 <= restart_prob < 1.0:
-            raise ValueError(f"RandomWalkSampler: restart_prob must lie in [0, 1), got {restart_prob}")
+            raise ValueError("RandomWalkSampler: restart_prob must lie in [0, 1), got "
+                             f"{restart_prob}")
         self._num_layers = int(num_layers)
         self.num_neighbors = int(num_neighbors)
         self.walk_length = int(walk_length)

@@ -99,7 +99,8 @@ class EdgeSeeds:
     def __init__(self, graph: Graph, batch_size: int, seed: int = 0,
                  drop_last: bool = False) -> None:
         if not isinstance(graph, Graph):
-            raise TypeError(f"EdgeSeeds: graph must be a gnnforge Graph, got {type(graph).__name__}")
+            raise TypeError("EdgeSeeds: graph must be a gnnforge Graph, got "
+                            f"{type(graph).__name__}")
         if graph.num_nodes == 0:
             raise ValueError("EdgeSeeds: the graph has no nodes to draw negatives from")
         self.graph = graph

@@ -1,6 +1,5 @@
 from collections import OrderedDict
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings

@@ -54,7 +54,8 @@ def test_dependent_star_uniform():
 def test_with_replacement_draws_fanout_edges():
     graph = random_multigraph(2)
     seeds = torch.arange(graph.num_nodes)
-    blocks = NeighborSampler([6], replace=True).sample(graph, seeds, torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    blocks = NeighborSampler([6], replace=True).sample(graph, seeds, generator)
     check_blocks(graph, seeds, blocks)
     per_dst = blocks[0].rowptr[1:] - blocks[0].rowptr[:-1]
     assert torch.equal(per_dst, torch.where(graph.in_degrees() > 0, 6, 0))
@@ -77,7 +78,8 @@ def test_same_key_same_blocks_and_empty_cases():
     empty = Graph([], [], 3)
     blocks = NeighborSampler([5, 5]).sample(empty, torch.tensor([0, 2]))
     assert [blk.num_edges for blk in blocks] == [0, 0]
-    assert NeighborSampler([5]).sample(empty, torch.zeros(0, dtype=torch.int64))[0].num_dst_nodes == 0
+    no_seeds = torch.zeros(0, dtype=torch.int64)
+    assert NeighborSampler([5]).sample(empty, no_seeds)[0].num_dst_nodes == 0
 
 
 def test_bad_input_is_named():

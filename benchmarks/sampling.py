@@ -1,0 +1,342 @@
+"""Sampling and cooperative minibatching benchmarks (tables for BENCHMARKS.md).
+
+    python benchmarks/sampling.py throughput   # seeds/s, NS and LABOR-0 vs peers
+    python benchmarks/sampling.py targets      # LABOR-0 vs NS vertex counts (the 20% target)
+    python benchmarks/sampling.py cache        # feature-cache miss rate vs kappa, accuracy
+    python benchmarks/sampling.py cooperative  # P=2 cooperative vs independent
+
+Run from the repository root with the checkout on PYTHONPATH. Timings are medians of
+>= 5 repeats after a warm-up; every speed is also given as a ratio to a peer in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from gnnforge.distributed import CooperativeSampler, partition_nodes, spawn
+from gnnforge.sampling import (BlockSAGE, DependentKeys, FeatureStore, LaborSampler,
+                               NeighborSampler, NodeSeeds)
+from gnnforge.sampling._datasets import load
+from gnnforge.sampling._measure import measure
+
+# ----------------------------------------------------------------------------- peers
+
+
+def torch_vectorised_ns(rowptr, col, seeds, fanouts, generator):
+    """Peer: NS written with whole-tensor torch ops (random key per edge, sort, keep k).
+
+    The approach of GPU samplers (and of a careful user without a compiled sampler); it
+    stands in for DGL and PyG, whose sampling backends cannot be imported here.
+    """
+    frontier = seeds
+    sizes = []
+    for fanout in reversed(fanouts):
+        start, degree = rowptr[frontier], rowptr[frontier + 1] - rowptr[frontier]
+        owner = torch.repeat_interleave(torch.arange(frontier.numel()), degree)
+        offset = torch.arange(owner.numel()) - torch.repeat_interleave(
+            torch.cumsum(degree, 0) - degree, degree)
+        keys = torch.rand(owner.numel(), generator=generator) + owner.double()
+        order = torch.argsort(keys)  # per seed, a uniformly random permutation of its edges
+        rank = torch.arange(owner.numel()) - torch.repeat_interleave(
+            torch.cumsum(degree, 0) - degree, degree)
+        picked = order[rank < fanout]
+        src = col[start[owner[picked]] + offset[picked]]
+        nodes, inverse = torch.unique(torch.cat([frontier, src]), return_inverse=True)
+        # dst first, like our blocks: put the frontier ahead of the new sources
+        is_new = torch.ones(nodes.numel(), dtype=torch.bool)
+        is_new[inverse[: frontier.numel()]] = False
+        frontier = torch.cat([frontier, nodes[is_new]])
+        sizes.append(frontier.numel())
+    return sizes[::-1]
+
+
+def _pyg_skip_reason() -> str | None:
+    try:
+        import torch_geometric.typing as pyg_typing
+    except ImportError as error:
+        return f"torch_geometric not importable ({error})"
+    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
+        return ("PyG's NeighborLoader needs pyg-lib or torch-sparse, and neither is installed "
+                "for torch 2.13 (no wheels); torch.ops.pyg.neighbor_sample is absent")
+    return None
+
+
+def _dgl_skip_reason() -> str | None:
+    try:
+        import dgl  # noqa: F401
+    except Exception as error:  # DGL fails in several ways against torch 2.13
+        return f"dgl not importable with torch {torch.__version__} ({type(error).__name__}: {error})"
+    return None
+
+
+def _median_time(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def throughput(args) -> None:
+    data = load(args.graph)
+    graph = data.graph
+    rowptr, col, _ = graph.csr(torch.int64)
+    fanouts, batch = [10, 10, 10], args.batch_size
+    generator = torch.Generator().manual_seed(0)
+    batches = [torch.randperm(graph.num_nodes, generator=generator)[:batch] for _ in range(64)]
+    print(f"graph {args.graph}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
+          f"(undirected); fanouts {fanouts}, batch {batch}, 1 thread, median of {args.repeats}")
+    torch.set_num_threads(1)
+    rows = []
+    counter = iter(range(10**9))
+
+    def ours(sampler):
+        def run():
+            sizes.append([b.num_src_nodes for b in sampler.sample(
+                graph, batches[next(counter) % 64], generator)])
+        return run
+
+    def peer():
+        sizes.append(torch_vectorised_ns(rowptr, col, batches[next(counter) % 64], fanouts,
+                                         generator))
+
+    peer_time = None
+    for name, fn in [("torch-vectorised NS (peer)", peer),
+                     ("gnnforge NS", ours(NeighborSampler(fanouts))),
+                     ("gnnforge LABOR-0", ours(LaborSampler(fanouts)))]:
+        sizes = []
+        seconds = _median_time(fn, args.repeats)
+        peer_time = peer_time or seconds
+        mean = np.mean(sizes, axis=0)
+        rows.append((name, batch / seconds, peer_time / seconds, mean))
+    print("\n| sampler | seeds/s | speed vs peer | sampled vertices per layer (input first) |")
+    print("|---|---:|---:|---|")
+    for name, rate, ratio, mean in rows:
+        print(f"| {name} | {rate:,.0f} | {ratio:.2f}x | {' / '.join(f'{x:,.0f}' for x in mean)} |")
+    for peer_name, reason in (("PyG NeighborLoader", _pyg_skip_reason()),
+                              ("DGL NeighborSampler", _dgl_skip_reason())):
+        print(f"\n{peer_name}: skipped: {reason}" if reason else f"\n{peer_name}: importable")
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+def targets(args) -> None:
+    print(f"fanouts [10, 10, 10], batch {args.batch_size}, mean of {args.batches} batches\n")
+    print("| graph | NS vertices (all layers) | LABOR-0 | LABOR-* | LABOR-0 vs NS | input layer NS | "
+          "input layer LABOR-0 | target (>= 20% fewer) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for name in args.graphs:
+        graph = load(name).graph
+        points = {s: measure(graph, name, s, [10, 10, 10], args.batch_size, args.batches)
+                  for s in ("ns", "labor0", "labor*")}
+        ns, l0, ls = (sum(points[s].vertices) for s in ("ns", "labor0", "labor*"))
+        drop = 1 - l0 / ns
+        print(f"| {name} | {ns:,.0f} | {l0:,.0f} | {ls:,.0f} | {-100 * drop:+.1f}% | "
+              f"{points['ns'].vertices[0]:,.0f} | {points['labor0'].vertices[0]:,.0f} | "
+              f"{'met' if drop >= 0.2 else 'MISSED'} |")
+
+
+# ----------------------------------------------------------------------------- cache
+
+
+def _split(num_nodes: int, seed: int = 0):
+    order = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))
+    a, b = int(0.6 * num_nodes), int(0.8 * num_nodes)
+    return order[:a], order[a:b], order[b:]
+
+
+def _evaluate(model, graph, features, labels, nodes, sampler):
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for seeds in NodeSeeds(nodes, 2048, shuffle=False):
+            blocks = sampler.sample(graph, seeds, torch.Generator().manual_seed(1))
+            out = model(blocks, features[blocks[0].src_nodes])
+            correct += int((out.argmax(1) == labels[seeds]).sum())
+    model.train()
+    return correct / nodes.numel()
+
+
+def cache(args) -> None:
+    torch.set_num_threads(2)
+    data = load(args.graph)
+    graph, features, labels = data.graph, data.features, data.labels
+    measure_only = args.no_train or labels is None or features is None
+    if features is None:
+        features = torch.zeros(graph.num_nodes, 128)  # only the row count and size matter
+    nodes, _, test = _split(graph.num_nodes)
+    capacity = int(args.cache_fraction * graph.num_nodes)
+    print(f"{args.graph}: {graph.num_nodes:,} nodes, features {tuple(features.shape)}, "
+          f"{args.sampler} fanouts {args.fanouts}, batch {args.batch_size}, "
+          f"{args.epochs} epochs over {nodes.numel():,} training seeds, LRU cache of "
+          f"{capacity:,} rows ({args.cache_fraction:.0%})"
+          + ("; sampling and fetching only (no training)" if measure_only else "") + "\n")
+    print("| kappa | cache miss rate | bytes copied | test accuracy |")
+    print("|---:|---:|---:|---:|")
+    for kappa in args.kappas:
+        sampler = (LaborSampler(args.fanouts) if args.sampler == "labor0"
+                   else NeighborSampler(args.fanouts))
+        torch.manual_seed(0)
+        model = None if measure_only else BlockSAGE([features.shape[1], 64, int(labels.max()) + 1])
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01) if model else None
+        store = FeatureStore(features, capacity)
+        keys = DependentKeys(kappa, seed=7)
+        seeds_iter = NodeSeeds(nodes, args.batch_size, seed=0)
+        step = 0
+        for epoch in tqdm(range(args.epochs), desc=f"kappa={kappa}", leave=False):
+            seeds_iter.set_epoch(epoch)
+            for seeds in seeds_iter:
+                blocks = sampler.sample(graph, seeds, key=keys[step])
+                step += 1
+                x = store.fetch(blocks[0].src_nodes)
+                if model is None:
+                    continue
+                loss = F.cross_entropy(model(blocks, x), labels[seeds])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        accuracy = ("n/a" if model is None else
+                    f"{_evaluate(model, graph, features, labels, test, NeighborSampler(args.fanouts)):.3f}")
+        print(f"| {kappa} | {store.miss_rate:.1%} | {store.bytes_copied / 2**20:,.0f} MiB | "
+              f"{accuracy} |")
+
+
+# ----------------------------------------------------------------------------- cooperative
+
+
+def _coop_worker(rank, world, graph_name, sampler_name, global_batch, num_batches, width):
+    torch.set_num_threads(1)
+    graph = load(graph_name).graph
+    owner = partition_nodes(graph, world, "random", seed=0)
+    sampler = LaborSampler([10, 10, 10]) if sampler_name == "labor0" else NeighborSampler([10, 10, 10])
+    features = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(0))
+    labels = torch.randint(0, 8, (graph.num_nodes,), generator=torch.Generator().manual_seed(1))
+    owned = torch.nonzero(owner == rank).flatten()
+    torch.manual_seed(0)
+    model = BlockSAGE([width, width, width, 8])
+    keys = DependentKeys(1, seed=3)
+    coop = CooperativeSampler(sampler, owner)
+    out = {"coop": [], "indep": []}
+    generator = torch.Generator().manual_seed(100 + rank)
+    for step in range(num_batches + 1):  # the first batch warms up
+        seeds = owned[torch.randperm(owned.numel(), generator=generator)[:global_batch // world]]
+        for mode in ("coop", "indep"):
+            torch.distributed.barrier()
+            start = time.perf_counter()
+            if mode == "coop":
+                batch = coop.sample(graph, seeds, keys[step])
+                blocks, x = batch.blocks, features[batch.input_nodes]
+                logits = model(blocks, x, exchange=batch.exchanges())
+                sent, received = batch.remote_rows()
+            else:
+                blocks = sampler.sample(graph, seeds, key=keys[step])
+                x = features[blocks[0].src_nodes]
+                logits = model(blocks, x)
+                sent = received = 0
+            loss = F.cross_entropy(logits, labels[seeds])
+            model.zero_grad()
+            loss.backward()
+            for p in model.parameters():
+                torch.distributed.all_reduce(p.grad)
+            elapsed = time.perf_counter() - start
+            if step:
+                out[mode].append(dict(
+                    seconds=elapsed, input_rows=x.shape[0],
+                    vertices=sum(b.num_dst_nodes for b in blocks) + x.shape[0],
+                    edges=sum(b.num_edges for b in blocks),
+                    bytes=(sent + received) * width * 4))
+    return out
+
+
+def cooperative(args) -> None:
+    print(f"P=2 gloo processes on this machine (1 thread each), fanouts [10, 10, 10], global "
+          f"batch {args.global_batch}, random 1D partition, {args.batches} batches after a "
+          f"warm-up, GraphSAGE widths {args.width}; per-process means\n")
+    print("| graph | sampler | mode | vertices | edges | input rows fetched | "
+          "bytes exchanged (fwd, per process) | batch time (median) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    predictions = []
+    for graph_name in args.graphs:
+        for sampler_name in args.samplers:
+            results = spawn(_coop_worker, 2, args=(graph_name, sampler_name, args.global_batch,
+                                                   args.batches, args.width),
+                            timeout_s=580, collective_timeout_s=120)
+            for r in results:
+                if r.error:
+                    sys.exit(r.error)
+            summary = {}
+            for mode in ("indep", "coop"):
+                records = [rec for r in results for rec in r.value[mode]]
+                mean = {k: float(np.mean([rec[k] for rec in records]))
+                        for k in ("vertices", "edges", "input_rows", "bytes")}
+                mean["seconds"] = statistics.median(rec["seconds"] for rec in records)
+                summary[mode] = mean
+                print(f"| {graph_name} | {sampler_name} | {mode} | {mean['vertices']:,.0f} | "
+                      f"{mean['edges']:,.0f} | {mean['input_rows']:,.0f} | "
+                      f"{mean['bytes'] / 2**20:,.2f} MiB | {1000 * mean['seconds']:.0f} ms |")
+            graph = load(graph_name).graph
+            big = measure(graph, graph_name, sampler_name, [10, 10, 10], args.global_batch, 4)
+            small = measure(graph, graph_name, sampler_name, [10, 10, 10],
+                            args.global_batch // 2, 4)
+            # vertices a process handles: destinations of every layer + the input rows
+            per_proc = lambda p, b: sum(p.vertices) + b  # noqa: E731
+            predicted = (per_proc(big, args.global_batch) / 2) / per_proc(small, args.global_batch // 2)
+            measured = summary["coop"]["vertices"] / summary["indep"]["vertices"]
+            predictions.append((graph_name, sampler_name, predicted, measured,
+                                summary["coop"]["edges"] / summary["indep"]["edges"],
+                                summary["indep"]["seconds"] / summary["coop"]["seconds"]))
+    print("\n| graph | sampler | coop/indep vertices: predicted by the curve V(B)/(2 V(B/2)) | "
+          "measured | coop/indep edges | time indep/coop |")
+    print("|---|---|---:|---:|---:|---:|")
+    for g, s, predicted, measured, edges, speed in predictions:
+        print(f"| {g} | {s} | {predicted:.3f} | {measured:.3f} | {edges:.3f} | {speed:.2f}x |")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("throughput")
+    p.add_argument("--graph", default="rmat")
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--repeats", type=int, default=7)
+    p = sub.add_parser("targets")
+    p.add_argument("--graphs", nargs="+", default=["github", "facebook", "slashdot", "rmat"])
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batches", type=int, default=5)
+    p = sub.add_parser("cache")
+    p.add_argument("--graph", default="facebook")
+    p.add_argument("--no-train", action="store_true", help="measure the cache only")
+    p.add_argument("--kappas", nargs="+", type=float, default=[1, 16, 256, math.inf])
+    p.add_argument("--sampler", choices=["labor0", "ns"], default="labor0")
+    p.add_argument("--fanouts", nargs="+", type=int, default=[10, 10])
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--cache-fraction", type=float, default=0.2)
+    p = sub.add_parser("cooperative")
+    p.add_argument("--graphs", nargs="+", default=["github", "rmat"])
+    p.add_argument("--samplers", nargs="+", default=["ns", "labor0"])
+    p.add_argument("--global-batch", type=int, default=2048)
+    p.add_argument("--batches", type=int, default=5)
+    p.add_argument("--width", type=int, default=64)
+    args = parser.parse_args(argv)
+    if getattr(args, "kappas", None):
+        args.kappas = [int(k) if math.isfinite(k) else math.inf for k in args.kappas]
+    {"throughput": throughput, "targets": targets, "cache": cache,
+     "cooperative": cooperative}[args.what](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""All-to-all exchanges of ids and embeddings, differentiable, with clear peer failures.
+
+gloo on CPU implements `all_to_all_single` with uneven splits in torch 2.13 (checked; the
+list form `all_to_all` works too), so both ids and rows travel by `all_to_all_single`:
+first the per-peer counts, then the payload. NCCL runs the same calls on GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+__all__ = ["ExchangePlan", "PeerError", "all_to_all_ids", "exchange"]
+
+T = TypeVar("T")
+
+
+class PeerError(RuntimeError):
+    """A collective failed: a peer process died, or did not answer within the timeout."""
+
+
+def collective(what: str, call: Callable[[], T]) -> T:
+    """Run a torch.distributed call; turn a backend failure into a PeerError that says so."""
+    try:
+        return call()
+    except RuntimeError as error:  # gloo raises RuntimeError / DistBackendError
+        rank = dist.get_rank() if dist.is_initialized() else -1
+        raise PeerError(
+            f"rank {rank}: {what} failed: a peer process died or did not answer within the "
+            f"process group timeout (set with init_process_group(timeout=...)). "
+            f"Backend said: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+        ) from error
+
+
+def _all_to_all_rows(rows: Tensor, send_counts: list[int], recv_counts: list[int],
+                     what: str) -> Tensor:
+    out = rows.new_empty((sum(recv_counts), *rows.shape[1:]))
+    collective(what, lambda: dist.all_to_all_single(out, rows.contiguous(), recv_counts,
+                                                    send_counts))
+    return out
+
+
+def all_to_all_ids(chunks: list[Tensor], what: str = "all_to_all of vertex ids") -> list[Tensor]:
+    """Send chunks[q] to process q; return what each process sent here, by sender rank."""
+    world = dist.get_world_size()
+    if len(chunks) != world:
+        raise ValueError(f"all_to_all_ids: need one chunk per process ({world}), got {len(chunks)}")
+    send_counts = torch.tensor([c.numel() for c in chunks], dtype=torch.int64)
+    recv_counts = torch.empty(world, dtype=torch.int64)
+    collective(what + " (counts)", lambda: dist.all_to_all_single(recv_counts, send_counts))
+    payload = torch.cat(chunks) if chunks else torch.zeros(0, dtype=torch.int64)
+    received = _all_to_all_rows(payload, send_counts.tolist(), recv_counts.tolist(), what)
+    return list(received.split(recv_counts.tolist()))
+
+
+@dataclass(frozen=True)
+class ExchangePlan:
+    """Who sends which rows to whom before one layer; kept from sampling and reused.
+
+    Attributes:
+        recv_order: [n_src] int64; the rows arriving (concatenated by sender rank) are the
+            block's source rows recv_order[0], recv_order[1], ...
+        recv_counts: rows arriving from each process (this process's requests to it).
+        send_index: [m] int64 local rows (of this process's owned rows) to send, grouped
+            by receiver rank.
+        send_counts: rows sent to each process.
+    """
+
+    recv_order: Tensor
+    recv_counts: list[int]
+    send_index: Tensor
+    send_counts: list[int]
+
+    @property
+    def num_src(self) -> int:
+        return int(self.recv_order.numel())
+
+    def remote_rows(self, rank: int) -> tuple[int, int]:
+        """(rows sent to other processes, rows received from them)."""
+        sent = sum(c for q, c in enumerate(self.send_counts) if q != rank)
+        received = sum(c for q, c in enumerate(self.recv_counts) if q != rank)
+        return sent, received
+
+
+class _Exchange(torch.autograd.Function):
+    """Forward: owners' rows -> the block's source rows. Backward: the reverse exchange."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, plan: ExchangePlan) -> Tensor:
+        ctx.plan = plan
+        ctx.num_rows = x.shape[0]
+        arrived = _all_to_all_rows(x[plan.send_index], plan.send_counts, plan.recv_counts,
+                                   "all_to_all of embeddings (forward)")
+        out = x.new_empty((plan.num_src, *x.shape[1:]))
+        out[plan.recv_order] = arrived
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        plan = ctx.plan
+        back = _all_to_all_rows(grad_out[plan.recv_order], plan.recv_counts, plan.send_counts,
+                                "all_to_all of gradients (backward)")
+        grad = grad_out.new_zeros((ctx.num_rows, *grad_out.shape[1:]))
+        grad.index_add_(0, plan.send_index, back)  # a row sent to several peers sums them
+        return grad, None
+
+
+def exchange(x: Tensor, plan: ExchangePlan) -> Tensor:
+    """Rows of the block's sources from the owners' rows `x` ([n_owned, ...]), with autograd."""
+    return _Exchange.apply(x, plan)

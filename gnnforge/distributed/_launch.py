@@ -1,0 +1,120 @@
+"""Start P local processes with a gloo process group, with timeouts that surface failures.
+
+`spawn` is for tests, benchmarks and notebooks on one machine; on a cluster, launch with
+`torchrun` and call `init_from_env` instead. Both set a collective timeout, so a process
+whose peer died or hangs raises (see `PeerError`) instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing
+import os
+import pickle
+import queue
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["ProcessResult", "free_port", "init_from_env", "spawn"]
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What one process returned: `value`, or `error` (a formatted traceback)."""
+
+    rank: int
+    value: Any = None
+    error: str | None = None
+    exitcode: int | None = None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def init_from_env(timeout_s: float = 60.0, backend: str | None = None) -> None:
+    """init_process_group from torchrun's environment with a collective timeout."""
+    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+
+
+def _child(rank: int, world_size: int, port: int, fn: Callable, args: tuple,
+           collective_timeout_s: float, results) -> None:
+    torch.set_num_threads(1)  # P processes share the machine's cores
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world_size,
+                                timeout=datetime.timedelta(seconds=collective_timeout_s))
+        value = fn(rank, world_size, *args)
+        # Plain pickle bytes: a queue would share tensors through file descriptors that
+        # vanish when this process exits before the parent reads them.
+        results.put(ProcessResult(rank, value=pickle.dumps(value)))
+    except BaseException:  # report everything to the parent, which re-raises
+        results.put(ProcessResult(rank, error=traceback.format_exc()))
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def spawn(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 120.0,
+          collective_timeout_s: float = 30.0) -> list[ProcessResult]:
+    """Run fn(rank, world_size, *args) in `world_size` new processes on one gloo group.
+
+    Args:
+        fn: a module-level (picklable) function; its return value must be picklable.
+        world_size: number of processes.
+        timeout_s: wall-clock limit for the whole run; processes still alive are killed.
+        collective_timeout_s: the process group's timeout for each collective.
+
+    Returns:
+        one ProcessResult per rank, in rank order (a process that died without reporting
+        has value None, error None and its exit code).
+    """
+    if world_size < 1:
+        raise ValueError(f"world_size must be >= 1, got {world_size}")
+    # A fork server that has imported torch once makes each later start cheap (importing
+    # torch costs seconds on a loaded machine), and forks from a single-threaded server.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "torch.distributed", "gnnforge.sampling",
+                                    "gnnforge.distributed"])
+    results = context.Queue()
+    port = free_port()
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    processes = [context.Process(target=_child, args=(rank, world_size, port, fn, args,
+                                                       collective_timeout_s, results))
+                 for rank in range(world_size)]
+    for process in processes:
+        process.start()
+    reported: dict[int, ProcessResult] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(reported) < world_size and time.monotonic() < deadline:
+        try:
+            result = results.get(timeout=0.2)
+            reported[result.rank] = result
+        except queue.Empty:
+            alive = [p for r, p in enumerate(processes) if r not in reported and p.is_alive()]
+            if not alive:
+                break
+    for process in processes:
+        process.join(timeout=max(0.0, min(5.0, deadline - time.monotonic())))
+        if process.is_alive():
+            process.kill()
+            process.join()
+    return [ProcessResult(rank, _loads(reported[rank].value), reported[rank].error, p.exitcode)
+            if rank in reported else
+            ProcessResult(rank, error=None, exitcode=p.exitcode)
+            for rank, p in enumerate(processes)]
+
+
+def _loads(value: bytes | None) -> Any:
+    return None if value is None else pickle.loads(value)

@@ -1,0 +1,34 @@
+import pytest
+
+from gnnforge.cli import main
+from gnnforge.sampling._datasets import load
+from gnnforge.sampling._measure import measure, work_curve
+
+
+def test_sample_curve_prints_table_and_plot(tmp_path, capsys):
+    plot = tmp_path / "work.png"
+    assert main(["sample", "--graph", "rmat-small", "--sampler", "ns,labor0", "--fanouts", "5,5",
+                 "--curve", "--batch-sizes", "64,512", "--batches", "1",
+                 "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| rmat-small |") == 4 and plot.stat().st_size > 1000
+
+
+def test_unknown_sampler_is_rejected(capsys):
+    with pytest.raises(SystemExit):
+        main(["sample", "--sampler", "gibbs"])
+    assert "choose from" in capsys.readouterr().err
+
+
+def test_work_per_seed_falls_with_batch_size():
+    graph = load("rmat-small").graph
+    small, large = (measure(graph, "g", "ns", [5, 5], b, 2) for b in (32, 2048))
+    assert large.vertices[0] / 2048 < small.vertices[0] / 32  # overlap: concave work
+    assert large.vertices_per_epoch < small.vertices_per_epoch
+    assert len(work_curve({"g": graph}, ["labor0"], [3], [16], 1)) == 1
+
+
+def test_real_graph_loads(datasets_dir):
+    data = load("facebook")
+    assert data.graph.num_nodes == 22470 and data.labels.max() == 3
+    assert data.features.shape == (22470, 128)
