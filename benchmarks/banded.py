@@ -42,7 +42,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=8, help="T propagation steps")
     parser.add_argument("--batches", type=int, default=3, help="distinct batches cycled")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats (median)")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    # One thread by default: on a shared, oversubscribed 2-core machine two OpenMP threads
+    # spin and get descheduled, making every step ~10x slower than one thread.
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 

@@ -197,8 +197,9 @@ def compile_dataset(graphs: Sequence[Graph], block_size: int, num_blocks: int,
         for i in group:
             dropped[i] = _out_of_band(reordered[i], offset, block_size)
             offset += reordered[i].num_nodes
-    return CompiledDataset(reordered, orders, groups, skipped, dropped, torch.tensor(before),
-                           torch.tensor(after), block_size, num_blocks, types)
+    return CompiledDataset(reordered, orders, groups, skipped, dropped,
+                           torch.tensor(before, dtype=torch.int64),
+                           torch.tensor(after, dtype=torch.int64), block_size, num_blocks, types)
 
 
 def _bw(src: Tensor, dst: Tensor) -> int:

@@ -57,8 +57,10 @@ class VarMisuseConfig:
     num_slots: int = 1024  # nodes per batch (a supergraph of num_slots / S blocks)
     epochs: int = 3
     lr: float = 3e-3
-    seed: int = 0
+    seed: int = 0  # data: hole sampling and the file split
+    model_seed: int | None = None  # initialisation and batch order; None: same as seed
     progress: bool = True
+    threads: int = 1  # torch threads per process (the CLI applies it); more thrash a shared CPU
     sync_file: str | None = None  # DDP test hook: each rank saves its parameters here (+rank)
 
 
@@ -78,7 +80,9 @@ class VarMisuseModel(nn.Module):
         self.embed = nn.Embedding(num_labels, hidden)
         self.role = nn.Embedding(3, hidden)
         self.encoder = GatedGraphConv(hidden, num_steps, num_edge_types)
-        self.readout = nn.Linear(hidden, 1)
+        # No bias: a softmax over candidates ignores a shared shift, so its gradient is
+        # rounding noise that Adam would scale up to full-size steps.
+        self.readout = nn.Linear(hidden, 1, bias=False)
 
     def forward(self, batch: GraphBatch, structure: GraphBatch | BandedBlocks) -> Tensor:
         """Scores [C] of the batch's candidate nodes (in node order)."""
@@ -138,12 +142,13 @@ def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
 
 def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: str,
            compiled, train_ids: list[int], rank: int, world: int) -> nn.Module:
-    torch.manual_seed(config.seed)
+    seed = config.seed if config.model_seed is None else config.model_seed
+    torch.manual_seed(seed)
     model = VarMisuseModel(num_labels, config.hidden, num_steps)
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=num_steps == 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    generator = torch.Generator().manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(seed)
     per_rank = len(train_ids) // world  # equal step counts keep the DDP processes in lockstep
     for epoch in range(config.epochs):
         order = torch.randperm(len(train_ids), generator=generator)[: per_rank * world]

@@ -7,7 +7,6 @@ Data parallel on CPU: ``torchrun --standalone --nproc_per_node 2 -m gnnforge.tra
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import fields
 
 import torch
@@ -34,15 +33,14 @@ def main(argv: list[str] | None = None) -> int:
         elif isinstance(value, bool):
             parser.add_argument(flag, type=_boolean, default=value)
         else:
-            kind = int if item.name in ("max_files",) else type(value) if value is not None else str
+            kind = (int if item.name in ("max_files", "model_seed")
+                    else type(value) if value is not None else str)
             parser.add_argument(flag, type=kind, default=value)
     args = vars(parser.parse_args(argv))
     args["backends"] = tuple(b for b in args["backends"].split(",") if b)
     if args["max_files"] == 0:
         args["max_files"] = None
-    # two cores in all: each of W processes gets 2 // W threads (at least one)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads()) // world))
+    torch.set_num_threads(args["threads"])
     results = run_varmisuse(VarMisuseConfig(**args))
     if results["world_size"] == 1 or dist.get_rank() == 0:
         print(results["corpus"], results["examples"], sep="\n")
