@@ -1,0 +1,108 @@
+"""Per-primitive cost models: predict one primitive call's seconds from its sizes and the
+graph's features (SENSEi's learned cost models, one per primitive).
+
+A model predicts log(seconds per unit of work), where work is the primitive's natural
+count (edges x width for an SpMM, m k n for a GEMM, ...). Trees predict a throughput,
+which stays sensible past the largest profiled size, where a tree predicting seconds
+would saturate. Models are xgboost boosters stored as JSON next to this file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gnnforge._compat import require
+from gnnforge.plan._features import DEGREE_THRESHOLDS
+from gnnforge.plan._primitives import PRIMITIVES
+
+__all__ = ["CostModel", "MODELS_DIR", "design_row", "work"]
+
+MODELS_DIR = Path(__file__).parent / "models"
+_GRAPH_PRIMITIVES = ("spmm_u", "spmm_w", "spmm_att", "sddmm", "edge_softmax")
+
+
+def _log(value: float) -> float:
+    return math.log(max(float(value), 1.0))
+
+
+def work(name: str, sizes: Mapping[str, float], graph: Mapping[str, float]) -> float:
+    """The primitive's unit count: its time divided by this is what a model predicts."""
+    edges, rows = graph["num_edges"], graph["num_dst_nodes"]
+    if name == "gemm":
+        return sizes["m"] * sizes["k"] * sizes["n"] * sizes["batch"]
+    if name in ("spmm_u", "spmm_w", "spmm_att"):
+        return (edges + rows) * sizes["f"]
+    if name == "sddmm":
+        return edges * sizes["f"]
+    if name == "edge_softmax":
+        return (edges + rows) * sizes["heads"]
+    if name == "rowbcast":
+        return sizes["rows"] * sizes["f"]
+    return sizes["count"]
+
+
+def design_row(name: str, sizes: Mapping[str, float], graph: Mapping[str, float],
+               training: bool) -> list[float]:
+    """The model input for one call: log sizes, then graph features for sparse primitives."""
+    row = [_log(sizes[key]) for key in PRIMITIVES[name]] + [float(training)]
+    if name in _GRAPH_PRIMITIVES:
+        mean = graph["degree_mean"]
+        row += [_log(graph["num_edges"]), _log(graph["num_dst_nodes"]),
+                _log(graph["num_src_nodes"]), math.log(max(graph["density"], 1e-12)), mean,
+                graph["degree_std"] / max(mean, 1e-9), _log(graph["degree_max"]),
+                graph["degree_skew"],
+                *(graph[f"frac_degree_over_{t}"] for t in DEGREE_THRESHOLDS)]
+    return row
+
+
+@dataclass
+class CostModel:
+    """One xgboost booster per primitive; `predict` gives seconds per call."""
+
+    boosters: dict[str, object]
+    info: dict = field(default_factory=dict)  # provenance: profile command, errors
+
+    def predict(self, name: str, rows: Sequence[list[float]], works: Sequence[float]) -> np.ndarray:
+        """Seconds for each call of primitive `name` (rows from `design_row`)."""
+        if name not in self.boosters:
+            raise KeyError(f"cost model has no primitive {name!r}; it knows "
+                           f"{sorted(self.boosters)} (re-run `gnnforge plan profile`)")
+        matrix = np.asarray(rows, dtype=np.float32)
+        log_rate = self.boosters[name].inplace_predict(matrix)
+        return np.exp(log_rate) * np.asarray(works, dtype=np.float64)
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, booster in self.boosters.items():
+            booster.save_model(str(directory / f"{name}.json"))
+        (directory / "info.json").write_text(json.dumps(self.info, indent=1, sort_keys=True))
+
+    @classmethod
+    def load(cls, directory: Path | str | None = None) -> CostModel:
+        """The models in `directory` (default: the ones shipped with gnnforge).
+
+        Raises:
+            FileNotFoundError: when a primitive's model file is missing.
+            ImportError: naming the `tune` extra when xgboost is not installed.
+        """
+        xgboost = require("xgboost", extra="tune")
+        directory = MODELS_DIR if directory is None else Path(directory)
+        boosters = {}
+        for name in PRIMITIVES:
+            path = directory / f"{name}.json"
+            if not path.exists():
+                raise FileNotFoundError(f"no cost model for primitive {name!r} at {path}; "
+                                        "run `gnnforge plan profile` to create the models")
+            booster = xgboost.Booster()
+            booster.load_model(str(path))
+            booster.set_param({"nthread": 1})
+            boosters[name] = booster
+        info_path = directory / "info.json"
+        info = json.loads(info_path.read_text()) if info_path.exists() else {}
+        return cls(boosters, info)
