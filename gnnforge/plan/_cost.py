@@ -4,7 +4,8 @@ graph's features (SENSEi's learned cost models, one per primitive).
 A model predicts log(seconds per unit of work), where work is the primitive's natural
 count (edges x width for an SpMM, m k n for a GEMM, ...). Trees predict a throughput,
 which stays sensible past the largest profiled size, where a tree predicting seconds
-would saturate. Models are xgboost boosters stored as JSON next to this file.
+would saturate. Models are xgboost ensembles stored as JSON next to this file; xgboost
+is needed to train them (`gnnforge[tune]`), not to use them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnforge._compat import require
+from gnnforge.plan._forest import Forest, ForestSet
 from gnnforge.plan._features import DEGREE_THRESHOLDS
 from gnnforge.plan._primitives import PRIMITIVES
 
@@ -63,46 +64,65 @@ def design_row(name: str, sizes: Mapping[str, float], graph: Mapping[str, float]
 
 @dataclass
 class CostModel:
-    """One xgboost booster per primitive; `predict` gives seconds per call."""
+    """One tree ensemble per primitive (trained by xgboost, walked by `ForestSet`).
 
-    boosters: dict[str, object]
-    info: dict = field(default_factory=dict)  # provenance: profile command, errors
+    Attributes:
+        models: primitive -> the xgboost JSON model (what `save` writes).
+        info: provenance: profile command, graphs, held-out errors.
+    """
+
+    models: dict[str, dict]
+    info: dict = field(default_factory=dict)
+    _forests: ForestSet | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        missing = [name for name in PRIMITIVES if name not in self.models]
+        if missing:
+            raise ValueError(f"CostModel: no model for primitives {missing}; "
+                             "re-run `gnnforge plan profile`")
+        self._forests = ForestSet.of({name: Forest.from_xgboost_json(self.models[name])
+                                      for name in PRIMITIVES})
+
+    def predict_many(self, names: Sequence[str], rows: Sequence[list[float]],
+                     works: Sequence[float]) -> np.ndarray:
+        """Seconds for each call; call i is primitive names[i] (row from `design_row`)."""
+        forests = self._forests
+        index = np.asarray([forests.names.index(n) for n in names], dtype=np.int64)
+        matrix = np.zeros((len(rows), forests.width), dtype=np.float32)
+        for i, row in enumerate(rows):
+            matrix[i, : len(row)] = row
+        return np.exp(forests.predict(index, matrix)) * np.asarray(works, dtype=np.float64)
 
     def predict(self, name: str, rows: Sequence[list[float]], works: Sequence[float]) -> np.ndarray:
-        """Seconds for each call of primitive `name` (rows from `design_row`)."""
-        if name not in self.boosters:
-            raise KeyError(f"cost model has no primitive {name!r}; it knows "
-                           f"{sorted(self.boosters)} (re-run `gnnforge plan profile`)")
-        matrix = np.asarray(rows, dtype=np.float32)
-        log_rate = self.boosters[name].inplace_predict(matrix)
-        return np.exp(log_rate) * np.asarray(works, dtype=np.float64)
+        """Seconds for each call of one primitive."""
+        if name not in self.models:
+            raise KeyError(f"cost model has no primitive {name!r}; it knows {sorted(self.models)}")
+        return self.predict_many([name] * len(rows), rows, works)
 
     def save(self, directory: Path) -> None:
+        directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        for name, booster in self.boosters.items():
-            booster.save_model(str(directory / f"{name}.json"))
+        for name, model in self.models.items():
+            (directory / f"{name}.json").write_text(json.dumps(model))
         (directory / "info.json").write_text(json.dumps(self.info, indent=1, sort_keys=True))
 
     @classmethod
     def load(cls, directory: Path | str | None = None) -> CostModel:
         """The models in `directory` (default: the ones shipped with gnnforge).
 
+        Needs no xgboost: the JSON trees are walked in NumPy.
+
         Raises:
             FileNotFoundError: when a primitive's model file is missing.
-            ImportError: naming the `tune` extra when xgboost is not installed.
         """
-        xgboost = require("xgboost", extra="tune")
         directory = MODELS_DIR if directory is None else Path(directory)
-        boosters = {}
+        models = {}
         for name in PRIMITIVES:
             path = directory / f"{name}.json"
             if not path.exists():
                 raise FileNotFoundError(f"no cost model for primitive {name!r} at {path}; "
                                         "run `gnnforge plan profile` to create the models")
-            booster = xgboost.Booster()
-            booster.load_model(str(path))
-            booster.set_param({"nthread": 1})
-            boosters[name] = booster
+            models[name] = json.loads(path.read_text())
         info_path = directory / "info.json"
         info = json.loads(info_path.read_text()) if info_path.exists() else {}
-        return cls(boosters, info)
+        return cls(models, info)

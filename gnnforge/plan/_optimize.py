@@ -7,7 +7,7 @@ picks) plus `optimize`, which runs them for a model and sets each layer's `plan`
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from functools import cache
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,22 +96,25 @@ def cost_plans(plans: list[list[Composition]], symbols: list[dict[str, float]],
                model: CostModel) -> list[list[float]]:
     """Predicted seconds of each plan: the sum of its primitives' predictions.
 
-    Batched: one prediction per primitive kind for all plans of all layers.
+    Batched: one model walk for every primitive call of every plan of every layer.
     """
-    pending = defaultdict(list)  # primitive -> [(layer, plan, row, work)]
+    owners, names, rows, works = [], [], [], []
     for layer, (layer_plans, values, graph) in enumerate(zip(plans, symbols, features)):
         for index, plan in enumerate(layer_plans):
-            for prim in primitives(plan):
+            for prim in _primitives(plan):
                 sizes = {key: bind(dims, values) for key, dims in prim.sizes}
-                pending[prim.name].append((layer, index, design_row(prim.name, sizes, graph,
-                                                                    training),
-                                           work(prim.name, sizes, graph)))
+                owners.append((layer, index))
+                names.append(prim.name)
+                rows.append(design_row(prim.name, sizes, graph, training))
+                works.append(work(prim.name, sizes, graph))
     totals = [[0.0] * len(p) for p in plans]
-    for name, calls in pending.items():
-        seconds = model.predict(name, [c[2] for c in calls], [c[3] for c in calls])
-        for (layer, index, _, _), value in zip(calls, seconds):
-            totals[layer][index] += float(value)
+    seconds = model.predict_many(names, rows, works) if names else []
+    for (layer, index), value in zip(owners, seconds):
+        totals[layer][index] += float(value)
     return totals
+
+
+_primitives = cache(primitives)  # a composition's primitives never change
 
 
 def choose(plans: list[Composition], costs: list[float]) -> Composition:

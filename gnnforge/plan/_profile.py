@@ -7,6 +7,7 @@ and forward + backward for training, as the median of `repeats` runs after a war
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections import defaultdict
@@ -25,7 +26,22 @@ from gnnforge.plan._features import graph_features
 from gnnforge.plan._primitives import PRIMITIVES
 from gnnforge.plan._suite import SuiteGraph
 
-__all__ = ["ProfileConfig", "collect", "fit", "held_out_errors", "time_call"]
+__all__ = ["ProfileConfig", "collect", "fit", "held_out_errors", "limit_threads", "time_call"]
+
+
+def limit_threads(threads: int) -> None:
+    """Run torch (and numba, when the kernels use it) on `threads` threads.
+
+    Profiles and benchmarks pin this: on a shared 2-core machine a second thread mostly
+    measures contention, and a cost model is only valid for the thread count it saw.
+    """
+    torch.set_num_threads(threads)
+    try:
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    except ImportError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -62,7 +78,8 @@ def _runner(forward: Callable[[], torch.Tensor], training: bool) -> Callable[[],
 
     def train():
         out = forward()
-        out.backward(torch.ones_like(out))
+        if out.requires_grad:  # GCN's edge normalisation has no gradient to compute
+            out.backward(torch.ones_like(out))
     return train
 
 
@@ -166,14 +183,15 @@ def _train_booster(rows: np.ndarray, targets: np.ndarray):
 
 
 def fit(records: list[dict]) -> CostModel:
-    """One booster per primitive on all records."""
-    boosters = {}
+    """One xgboost ensemble per primitive, trained on all records."""
+    models = {}
     for name in PRIMITIVES:
         rows, targets, _, _ = _matrices(records, name)
         if len(rows) == 0:
             raise ValueError(f"fit: no profile records for primitive {name!r}")
-        boosters[name] = _train_booster(rows, targets)
-    return CostModel(boosters)
+        booster = _train_booster(rows, targets)
+        models[name] = json.loads(bytes(booster.save_raw(raw_format="json")))
+    return CostModel(models)
 
 
 def held_out_errors(records: list[dict], held_out: Iterable[str]) -> dict[str, dict]:

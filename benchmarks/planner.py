@@ -1,0 +1,168 @@
+"""Composition planner evaluation (SENSEi's Table 3 on this machine).
+
+For every graph x (in, out) width pair x {inference, training} and each model (GCN, GAT),
+time every kept composition (median per-iteration seconds over ITERS timed iterations
+after a warm-up), then account each strategy's total for ITERS iterations including its
+overheads:
+
+    default      ITERS x t(PyG's plan)
+    alternative  ITERS x t(the other association: (Â X) W for GCN, (alpha X) W for GAT)
+    naive        one timed run of every candidate, then the fastest of those runs for the
+                 remaining iterations
+    planner      gnnforge.plan.optimize (graph features + predictions, measured) + ITERS x
+                 t(its choice)
+    oracle       ITERS x the best measured t
+
+and print speedups over the default (geomean, min, max) per model and mode, and how
+often the planner's choice was the measured best (strictly, and within 5%).
+
+    PYTHONPATH=. python benchmarks/planner.py [--iters 5] [--threads 1] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections import defaultdict
+
+import torch
+from tqdm import tqdm
+
+from gnnforge.nn import GATConv, GCNConv
+from gnnforge.plan import CostModel, candidates, default_composition, optimize
+from gnnforge.plan._profile import limit_threads
+from gnnforge.plan._suite import benchmark_graphs
+
+WIDTHS = ((32, 256), (256, 32), (32, 2048), (2048, 32), (256, 256), (256, 2048), (2048, 256))
+QUICK_WIDTHS = ((32, 256), (256, 32))
+MODELS = {"GCN": lambda i, o: GCNConv(i, o), "GAT": lambda i, o: GATConv(i, o, heads=1)}
+
+
+def _alternative(layer):
+    default = default_composition(layer.plan_expression())
+    others = [c for c in candidates(layer.plan_expression())
+              if c.tree != default.tree and c.norm == default.norm]
+    return others[0]
+
+
+def _iteration(layer, graph, x, training):
+    if not training:
+        with torch.no_grad():
+            layer(graph, x)
+        return
+    out = layer(graph, x)
+    out.square().mean().backward()
+    layer.zero_grad(set_to_none=True)
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(model_name, graph, widths, training, iters, seed, cost_model=None):
+    """Per-candidate times and every strategy's total seconds for `iters` iterations."""
+    torch.manual_seed(seed)
+    layer = MODELS[model_name](*widths)
+    layer.train(training)
+    x = torch.randn(graph.num_nodes, widths[0], requires_grad=training)
+    plans = candidates(layer.plan_expression())
+    default = default_composition(layer.plan_expression())
+    if default not in plans:
+        plans = [default, *plans]
+    run = lambda: _iteration(layer, graph, x, training)  # noqa: E731
+    layer.plan = default
+    run()  # warm-up: self-loops, CSR, kernel compilation are per-graph, not per-plan
+    first, per_iteration = {}, {}
+    for plan in plans:
+        layer.plan = plan
+        first[plan] = _timed(run)  # what a naive tuner sees from its single trial
+        per_iteration[plan] = statistics.median(_timed(run) for _ in range(iters))
+    layer.plan = None
+    decision = optimize(layer, graph, training=training, cost_model=cost_model)
+    overhead = decision.overhead_s
+    chosen = layer.plan
+    best = min(plans, key=per_iteration.__getitem__)
+    naive_pick = min(plans, key=first.__getitem__)
+    totals = {
+        "default": iters * per_iteration[default],
+        "alternative": iters * per_iteration[_alternative(layer)],
+        "naive": sum(first.values()) + max(iters - len(plans), 0) * per_iteration[naive_pick],
+        "planner": overhead + iters * per_iteration[chosen],
+        "oracle": iters * per_iteration[best],
+    }
+    return dict(totals=totals, chosen=chosen, best=best, overhead=overhead,
+                within=per_iteration[chosen] <= 1.05 * per_iteration[best],
+                layer_iteration=per_iteration[default], planner_iteration=per_iteration[chosen])
+
+
+def _geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iters", type=int, default=5,
+                        help="timed iterations per candidate (the issue's 100 would take "
+                             "hours on 2 shared cores)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="two width pairs, one model")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--cost-models", default=None,
+                        help="cost-model folder (default: the models shipped with gnnforge)")
+    args = parser.parse_args(argv)
+    limit_threads(args.threads)
+    cost_model = CostModel.load(args.cost_models)
+    graphs = list(benchmark_graphs())
+    widths = QUICK_WIDTHS if args.quick else WIDTHS
+    configs = [(m, g, w, t) for m in args.models for g in graphs for w in widths
+               for t in (False, True)]
+    rows = []
+    for model_name, (gname, family, graph), w, training in tqdm(configs, desc="planner"):
+        result = measure(model_name, graph, w, training, args.iters, seed=len(rows),
+                         cost_model=cost_model)
+        rows.append((model_name, gname, family, w, training, result))
+
+    print(f"\n{args.iters} timed iterations per candidate, {args.threads} thread(s); "
+          "speedup = default total / strategy total (higher is better)\n")
+    print(f"| model | graph | in->out | mode | alt | naive | planner | oracle | "
+          f"planner choice | measured best | overhead / layer iter |")
+    print("|---|---|---|---|---:|---:|---:|---:|---|---|---:|")
+    for model_name, gname, _, w, training, r in rows:
+        t = r["totals"]
+        sp = {k: t["default"] / t[k] for k in t}
+        print(f"| {model_name} | {gname} | {w[0]}->{w[1]} | {'train' if training else 'infer'} "
+              f"| {sp['alternative']:.2f} | {sp['naive']:.2f} | {sp['planner']:.2f} | "
+              f"{sp['oracle']:.2f} | {_short(r['chosen'])} | {_short(r['best'])} | "
+              f"{r['overhead'] / r['planner_iteration']:.3f} |")
+
+    print("\n| model | mode | configs | alt geomean | naive geomean | planner geomean "
+          "(min / max) | oracle geomean | planner = best | within 5% of best |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    groups = defaultdict(list)
+    for model_name, _, _, _, training, r in rows:
+        groups[(model_name, "train" if training else "infer")].append(r)
+        groups[(model_name, "all")].append(r)
+    for (model_name, mode), results in groups.items():
+        sp = {k: [r["totals"]["default"] / r["totals"][k] for r in results]
+              for k in ("alternative", "naive", "planner", "oracle")}
+        exact = sum(r["chosen"] == r["best"] for r in results) / len(results)
+        close = sum(r["within"] for r in results) / len(results)
+        print(f"| {model_name} | {mode} | {len(results)} | {_geomean(sp['alternative']):.2f} | "
+              f"{_geomean(sp['naive']):.2f} | {_geomean(sp['planner']):.2f} "
+              f"({min(sp['planner']):.2f} / {max(sp['planner']):.2f}) | "
+              f"{_geomean(sp['oracle']):.2f} | {exact:.0%} | {close:.0%} |")
+    return 0
+
+
+def _short(plan) -> str:
+    text = str(plan)
+    return text.replace("|", "/")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
