@@ -49,10 +49,10 @@ class ProfileConfig:
     """The profiling grid; every cap exists to keep a run within ~15 minutes on 2 cores."""
 
     widths: tuple[int, ...] = (32, 128, 512, 2048)
-    # (E + N) x width per sparse call: beyond this a call takes > ~0.3 s here, and the
-    # models predict a throughput that has long saturated by then.
-    max_sparse_work: float = 2e8
-    max_gemm_work: float = 2e10  # m k n per GEMM, for the same reason
+    # (E + N) x width per sparse call: beyond this a call takes > ~0.1 s on one thread
+    # here, and the models predict a throughput that has long saturated by then.
+    max_sparse_work: float = 8e7
+    max_gemm_work: float = 5e9  # m k n per GEMM, for the same reason
     heads: tuple[int, ...] = (1, 4)
     repeats: int = 3
     modes: tuple[bool, ...] = (False, True)  # inference, training
