@@ -26,6 +26,7 @@ often the planner's choice was the measured best (strictly, and within 5%).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -40,7 +41,7 @@ from gnnforge.plan import CostModel, candidates, default_composition, optimize
 from gnnforge.plan._profile import limit_threads
 from gnnforge.plan._suite import benchmark_graphs
 
-WIDTHS = ((32, 256), (256, 32), (32, 2048), (2048, 32), (256, 256))
+WIDTHS = ((32, 256), (256, 32), (32, 1024), (1024, 32), (256, 256))
 QUICK_WIDTHS = ((32, 256), (256, 32))
 MODELS = {"GCN": lambda i, o: GCNConv(i, o), "GAT": lambda i, o: GATConv(i, o, heads=1)}
 
@@ -118,11 +119,19 @@ def main(argv=None) -> int:
                         help="comma-separated in:out pairs, e.g. 32:256,256:32")
     parser.add_argument("--graphs", nargs="+", default=None, help="subset of graph names")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--quick", action="store_true", help="two width pairs, one model")
+    parser.add_argument("--quick", action="store_true", help="two width pairs")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--cost-models", default=None,
                         help="cost-model folder (default: the models shipped with gnnforge)")
+    parser.add_argument("--rows-out", default=None,
+                        help="append each configuration's result to this JSON-lines file")
+    parser.add_argument("--summarize", nargs="+", default=None, metavar="ROWS",
+                        help="only print the tables of JSON-lines files from --rows-out")
     args = parser.parse_args(argv)
+    if args.summarize:
+        rows = [json.loads(line) for path in args.summarize for line in open(path) if line.strip()]
+        _print_tables(rows)
+        return 0
     limit_threads(args.threads)
     cost_model = CostModel.load(args.cost_models)
     graphs = [g for g in benchmark_graphs() if args.graphs is None or g[0] in args.graphs]
@@ -132,47 +141,60 @@ def main(argv=None) -> int:
     configs = [(m, g, w, t) for m in args.models for g in graphs for w in widths
                for t in (False, True)]
     rows = []
-    for model_name, (gname, family, graph), w, training in tqdm(configs, desc="planner"):
-        result = measure(model_name, graph, w, training, args.iters, args.samples,
-                         seed=len(rows), cost_model=cost_model)
-        rows.append((model_name, gname, family, w, training, result))
+    for model_name, (gname, _, graph), w, training in tqdm(configs, desc="planner"):
+        r = measure(model_name, graph, w, training, args.iters, args.samples,
+                    seed=len(rows), cost_model=cost_model)
+        row = dict(model=model_name, graph=gname, widths=list(w), training=training,
+                   totals=r["totals"], chosen=str(r["chosen"]), best=str(r["best"]),
+                   within=bool(r["within"]), overhead=r["overhead"],
+                   planner_iteration=r["planner_iteration"], iters=args.iters,
+                   samples=args.samples, threads=args.threads)
+        rows.append(row)
+        if args.rows_out:
+            with open(args.rows_out, "a") as handle:
+                handle.write(json.dumps(row) + "\n")
+    _print_tables(rows)
+    return 0
 
-    print(f"\ntotals for {args.iters} iterations; per-iteration time = median of {args.samples} "
-          f"timed runs; {args.threads} thread(s); speedup = default total / strategy total "
-          "(higher is better)\n")
-    print(f"| model | graph | in->out | mode | alt | naive | planner | oracle | "
-          f"planner choice | measured best | overhead / layer iter |")
+
+def _print_tables(rows) -> None:
+    first = rows[0]
+    print(f"\ntotals for {first['iters']} iterations; per-iteration time = median of "
+          f"{first['samples']} timed runs; {first['threads']} thread(s); speedup = default "
+          "total / strategy total (higher is better)\n")
+    print("| model | graph | in->out | mode | alt | naive | planner | oracle | "
+          "planner choice | measured best | overhead / layer iter |")
     print("|---|---|---|---|---:|---:|---:|---:|---|---|---:|")
-    for model_name, gname, _, w, training, r in rows:
+    for r in rows:
         t = r["totals"]
         sp = {k: t["default"] / t[k] for k in t}
-        print(f"| {model_name} | {gname} | {w[0]}->{w[1]} | {'train' if training else 'infer'} "
-              f"| {sp['alternative']:.2f} | {sp['naive']:.2f} | {sp['planner']:.2f} | "
-              f"{sp['oracle']:.2f} | {_short(r['chosen'])} | {_short(r['best'])} | "
+        print(f"| {r['model']} | {r['graph']} | {r['widths'][0]}->{r['widths'][1]} | "
+              f"{'train' if r['training'] else 'infer'} | {sp['alternative']:.2f} | "
+              f"{sp['naive']:.2f} | {sp['planner']:.2f} | {sp['oracle']:.2f} | "
+              f"{_short(r['chosen'])} | {_short(r['best'])} | "
               f"{r['overhead'] / r['planner_iteration']:.3f} |")
-
     print("\n| model | mode | configs | alt geomean | naive geomean | planner geomean "
-          "(min / max) | oracle geomean | planner = best | within 5% of best |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "(min / max) | oracle geomean | planner >= naive | planner = best | within 5% "
+          "of best |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     groups = defaultdict(list)
-    for model_name, _, _, _, training, r in rows:
-        groups[(model_name, "train" if training else "infer")].append(r)
-        groups[(model_name, "all")].append(r)
-    for (model_name, mode), results in groups.items():
+    for r in rows:
+        groups[(r["model"], "train" if r["training"] else "infer")].append(r)
+        groups[(r["model"], "all")].append(r)
+    for (model_name, mode), results in sorted(groups.items()):
         sp = {k: [r["totals"]["default"] / r["totals"][k] for r in results]
               for k in ("alternative", "naive", "planner", "oracle")}
         exact = sum(r["chosen"] == r["best"] for r in results) / len(results)
         close = sum(r["within"] for r in results) / len(results)
+        beats = sum(p >= n for p, n in zip(sp["planner"], sp["naive"])) / len(results)
         print(f"| {model_name} | {mode} | {len(results)} | {_geomean(sp['alternative']):.2f} | "
               f"{_geomean(sp['naive']):.2f} | {_geomean(sp['planner']):.2f} "
               f"({min(sp['planner']):.2f} / {max(sp['planner']):.2f}) | "
-              f"{_geomean(sp['oracle']):.2f} | {exact:.0%} | {close:.0%} |")
-    return 0
+              f"{_geomean(sp['oracle']):.2f} | {beats:.0%} | {exact:.0%} | {close:.0%} |")
 
 
 def _short(plan) -> str:
-    text = str(plan)
-    return text.replace("|", "/")
+    return str(plan).replace("|", "/")
 
 
 if __name__ == "__main__":
