@@ -98,8 +98,7 @@ class _Evaluator:
         return m + rows * bias.transpose(0, 1)
 
     def _attention(self, node: Node) -> Tensor:
-        _, score_src, score_dst = (self.value(i) if i.op != "leaf" or i.kind != "adjacency"
-                                   else None for i in node.inputs)
+        score_src, score_dst = (self.value(i) for i in node.inputs[1:])  # [Ns|Nd, H, 1]
         logits = ops.gsddmm(self.graph, "add", score_src, score_dst, "u", "v")  # [E, H, 1]
         logits = F.leaky_relu(logits, node.attr("negative_slope"))
         return ops.edge_softmax(self.graph, logits)

@@ -38,7 +38,7 @@ class Pruned:
     index: int
     composition: Composition
     kept: bool
-    reason: str          # "kept", "duplicate of #k", "dominated by #k"
+    reason: str  # "kept", "duplicate of #k", "dominated by #k" (or "#j when in<out, ...")
     wins_when: tuple[str, ...]  # regimes where it is not dominated (empty when dropped)
 
 
@@ -86,7 +86,7 @@ def prune(compositions: list[Composition]) -> list[Pruned]:
                                    f"duplicate of #{first_seen[key]}", ()))
             continue
         first_seen[key] = index
-        wins, beaten_by = [], None
+        wins, beaten_by = [], {}
         for regime in REGIMES:
             sig = signatures[regime]
             winner = next((j for j in first_seen.values() if j != index
@@ -97,9 +97,12 @@ def prune(compositions: list[Composition]) -> list[Pruned]:
             if winner is None:
                 wins.append(regime)
             else:
-                beaten_by = winner
+                beaten_by[regime] = winner
         if wins:
             verdicts.append(Pruned(index, composition, True, "kept", tuple(wins)))
         else:
-            verdicts.append(Pruned(index, composition, False, f"dominated by #{beaten_by}", ()))
+            winners = set(beaten_by.values())
+            reason = (f"dominated by #{winners.pop()}" if len(winners) == 1 else "dominated by "
+                      + ", ".join(f"#{j} when {r}" for r, j in beaten_by.items()))
+            verdicts.append(Pruned(index, composition, False, reason, ()))
     return verdicts
