@@ -34,7 +34,9 @@ class CleanOptions:
 
     def __post_init__(self) -> None:
         if self.self_loops not in _SELF_LOOP_CHOICES:
-            raise ValueError(f"self_loops must be one of {_SELF_LOOP_CHOICES}, got {self.self_loops!r}")
+            raise ValueError(
+                f"self_loops must be one of {_SELF_LOOP_CHOICES}, got {self.self_loops!r}"
+            )
         for name in ("symmetrize", "dedup"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -49,8 +51,12 @@ def clean_graph(graph: Graph, options: CleanOptions) -> tuple[Graph, dict[str, i
     Counts: `edges_in` (as parsed), `self_loops_removed`, `reverse_edges_added`,
     `duplicates_removed`, `edges_out`.
     """
-    report = {"edges_in": graph.num_edges, "self_loops_removed": 0,
-              "reverse_edges_added": 0, "duplicates_removed": 0}
+    report = {
+        "edges_in": graph.num_edges,
+        "self_loops_removed": 0,
+        "reverse_edges_added": 0,
+        "duplicates_removed": 0,
+    }
     if options.self_loops == "remove":
         before = graph.num_edges
         graph = graph.remove_self_loops()

@@ -2,8 +2,9 @@
 
 One edge `u v` (or `u,v`, optionally a third weight column) per line. Lines starting with
 `#` or `%` are comments; a `# Nodes: N ...` comment declares the node count. A first line
-of column names (a CSV header such as `id_1,id_2`) is skipped. A first line `N M`
-followed by exactly M edge lines is read as a size header (the email-Enron copy in
+of column names only (a CSV header such as `id_1,id_2`, no number in it) is skipped and
+kept in meta["header"]. A first line `N M`
+(N >= 1) followed by exactly M edge lines is read as a size header (the email-Enron copy in
 shared/datasets has one in place of SNAP's comments).
 
 Node ids: kept as they are by default, with num_nodes = max id + 1 (or the declared N
@@ -32,8 +33,9 @@ _DECLARED_NODES = re.compile(rb"(?m)^[ \t]*#.*?\bNodes:\s*(\d+)")
 _NUMBER = re.compile(rb"^[+-]?\d+(\.\d*)?([eE][+-]?\d+)?$")
 
 
-def read_edge_list(path: str | Path, *, clean: CleanOptions = CleanOptions(),
-                   relabel: bool = False) -> tuple[Graph, dict[str, Any]]:
+def read_edge_list(
+    path: str | Path, *, clean: CleanOptions = CleanOptions(), relabel: bool = False
+) -> tuple[Graph, dict[str, Any]]:
     """Read an edge list into a Graph (edge u -> v per line).
 
     Args:
@@ -55,43 +57,74 @@ def read_edge_list(path: str | Path, *, clean: CleanOptions = CleanOptions(),
     delimiter = b"," if b"," in _first_data_line(body) else None
     columns = len(_split(_first_data_line(body), delimiter)) or 2
     if columns not in (2, 3):
-        raise DataFormatError(path, f"expected 2 or 3 columns (src, dst[, weight]), got {columns}",
-                              first_line)
-    table = parse_table(body, path, columns, dtype=np.int64 if columns == 2 else np.float64,
-                        delimiter=delimiter, first_line=first_line)
+        raise DataFormatError(
+            path, f"expected 2 or 3 columns (src, dst[, weight]), got {columns}", first_line
+        )
+    table = parse_table(
+        body,
+        path,
+        columns,
+        dtype=np.int64 if columns == 2 else np.float64,
+        delimiter=delimiter,
+        first_line=first_line,
+    )
     ends = table[:, :2]
     if columns == 3:
         if not np.all(ends == np.round(ends)):
             row = int(np.nonzero((ends != np.round(ends)).any(1))[0][0])
-            raise DataFormatError(path, "node ids must be integers",
-                                  line_of_row(body, row, first_line))
+            raise DataFormatError(
+                path, "node ids must be integers", line_of_row(body, row, first_line)
+            )
         ends = ends.astype(np.int64)
+        if not np.isfinite(table[:, 2]).all():
+            row = int(np.nonzero(~np.isfinite(table[:, 2]))[0][0])
+            raise DataFormatError(
+                path, f"non-finite weight {table[row, 2]}", line_of_row(body, row, first_line)
+            )
     declared = _declared_nodes(data, header, table.shape[0])
     src, dst = np.ascontiguousarray(ends[:, 0]), np.ascontiguousarray(ends[:, 1])
     if src.size and min(src.min(), dst.min()) < 0:
         row = int(np.nonzero((src < 0) | (dst < 0))[0][0])
-        raise DataFormatError(path, f"negative node id: {src[row]} {dst[row]}",
-                              line_of_row(body, row, first_line))
+        raise DataFormatError(
+            path, f"negative node id: {src[row]} {dst[row]}", line_of_row(body, row, first_line)
+        )
     node_data = {}
     if relabel:
         ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-        src, dst = inverse[:src.size], inverse[src.size:]
+        src, dst = inverse[: src.size], inverse[src.size :]
         node_data["original_id"] = torch.from_numpy(ids)
         num_nodes = int(ids.size)
     else:
         num_nodes = int(max(src.max(), dst.max())) + 1 if src.size else 0
         if declared is not None:
             if declared < num_nodes:
-                raise DataFormatError(path, f"the file declares {declared} nodes but uses id "
-                                            f"{num_nodes - 1}; pass relabel=True to compact ids")
+                raise DataFormatError(
+                    path,
+                    f"the file declares {declared} nodes but uses id "
+                    f"{num_nodes - 1}; pass relabel=True to compact ids",
+                )
             num_nodes = declared
-    edge_data = {"weight": torch.from_numpy(table[:, 2].astype(np.float32))} if columns == 3 else None
-    graph = Graph(torch.from_numpy(src), torch.from_numpy(dst), num_nodes,
-                  node_data=node_data, edge_data=edge_data)
+    edge_data = (
+        {"weight": torch.from_numpy(table[:, 2].astype(np.float32))} if columns == 3 else None
+    )
+    # Ids were checked above (integers, >= 0, < num_nodes), so skip Graph's second pass.
+    graph = Graph._trusted(
+        torch.from_numpy(src),
+        torch.from_numpy(dst),
+        num_nodes,
+        node_data=node_data,
+        edge_data=edge_data,
+    )
     graph, drops = clean_graph(graph, clean)
-    meta = {"format": "edge list", "files": [str(path)], "header": header,
-            "declared_nodes": declared, "relabel": relabel, "drops": drops,
-            "weighted": columns == 3}
+    meta = {
+        "format": "edge list",
+        "files": [str(path)],
+        "header": header,
+        "declared_nodes": declared,
+        "relabel": relabel,
+        "drops": drops,
+        "weighted": columns == 3,
+    }
     return graph, meta
 
 
@@ -129,7 +162,7 @@ def _skip_header(data: bytes, path: str | Path) -> tuple[int, int, str | None]:
         if _is_comment(line):
             continue
         tokens = _split(line, b"," if b"," in line else None)
-        if tokens and not all(_NUMBER.match(token) for token in tokens):
+        if tokens and not any(_NUMBER.match(token) for token in tokens):
             return number + 1, start + len(line) + 1, line.decode("utf-8", "replace").strip()
         if len(tokens) == 2 and _is_size_header(data, start + len(line) + 1, tokens):
             return number + 1, start + len(line) + 1, line.decode().strip()
@@ -138,9 +171,9 @@ def _skip_header(data: bytes, path: str | Path) -> tuple[int, int, str | None]:
 
 
 def _is_size_header(data: bytes, rest: int, tokens: list[bytes]) -> bool:
-    declared_edges = int(tokens[1]) if tokens[1].isdigit() else -1
-    if declared_edges < 0:
+    if not (tokens[0].isdigit() and tokens[1].isdigit()) or int(tokens[0]) < 1:
         return False
+    declared_edges = int(tokens[1])
     body = data[rest:]
     count = body.count(b"\n") + (1 if body and not body.endswith(b"\n") else 0)
     return count == declared_edges

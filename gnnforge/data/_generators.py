@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from gnnforge.data._arrays import sorted_unique
 from gnnforge.graph import Graph
 
 __all__ = ["grid_2d", "random_molecule_like", "rmat", "stochastic_block_model", "uniform_random"]
@@ -23,7 +24,7 @@ def _graph(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> Graph:
 
 
 def _unique_pairs(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    key = np.unique(src.astype(np.int64) * num_nodes + dst)
+    key = sorted_unique(src.astype(np.int64) * num_nodes + dst)
     return key // num_nodes, key % num_nodes
 
 
@@ -58,7 +59,7 @@ def rmat(scale: int, num_edges: int, a: float = 0.57, b: float = 0.19, c: float 
         if not self_loops:
             keep = src != dst
             src, dst = src[keep], dst[keep]
-        keys = np.unique(np.concatenate([keys, dst * num_nodes + src]))
+        keys = sorted_unique(np.concatenate([keys, dst * num_nodes + src]))
     if keys.size > num_edges:
         keys = np.sort(rng.choice(keys, num_edges, replace=False))
     dst, src = keys // num_nodes, keys % num_nodes

@@ -55,7 +55,7 @@ def _read_member(raw: bytes, where: str) -> Any:
     except ValueError as error:
         raise DataFormatError(where, f"not an .npy array ({error})") from error
     if dtype.hasobject:
-        value = safe_loads(raw[handle.tell():], where)
+        value = safe_loads(raw[handle.tell() :], where)
         return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
     handle.seek(0)
     try:
@@ -77,10 +77,14 @@ def npz_kind(members: dict[str, Any]) -> str | None:
 
 def _csr(path: str | Path, what: str, value: Any) -> scipy.sparse.csr_matrix:
     if not isinstance(value, scipy.sparse.csr_matrix):
-        raise DataFormatError(path, f"{what}: expected a scipy csr_matrix, got {type(value).__name__}")
+        raise DataFormatError(
+            path, f"{what}: expected a scipy csr_matrix, got {type(value).__name__}"
+        )
     # Rebuild from the three arrays: an unpickled matrix skipped scipy's own checks.
-    matrix = scipy.sparse.csr_matrix((np.asarray(value.data), np.asarray(value.indices),
-                                      np.asarray(value.indptr)), shape=value.shape)
+    matrix = scipy.sparse.csr_matrix(
+        (np.asarray(value.data), np.asarray(value.indices), np.asarray(value.indptr)),
+        shape=value.shape,
+    )
     try:
         matrix.check_format(full_check=True)
     except ValueError as error:
@@ -88,8 +92,9 @@ def _csr(path: str | Path, what: str, value: Any) -> scipy.sparse.csr_matrix:
     return matrix
 
 
-def read_graph_npz(path: str | Path, *, clean: CleanOptions = CleanOptions(),
-                   features: str = "dense") -> tuple[Graph, dict[str, Any]]:
+def read_graph_npz(
+    path: str | Path, *, clean: CleanOptions = CleanOptions(), features: str = "dense"
+) -> tuple[Graph, dict[str, Any]]:
     """Read a gnn-benchmark, GraphGallery or edge-array npz (kind sniffed from members).
 
     Node data: x [N, F] float32 (features="dense"), y [N] int64 labels. The adjacency
@@ -104,9 +109,12 @@ def read_graph_npz(path: str | Path, *, clean: CleanOptions = CleanOptions(),
     members = read_npz_members(path)
     kind = npz_kind(members)
     if kind is None:
-        raise DataFormatError(path, f"unknown npz layout with members {sorted(members)}; expected "
-                                    "gnn-benchmark (adj_data, ...), GraphGallery (adj_matrix, "
-                                    "node_label) or edge arrays (src, dst, num_nodes)")
+        raise DataFormatError(
+            path,
+            f"unknown npz layout with members {sorted(members)}; expected "
+            "gnn-benchmark (adj_data, ...), GraphGallery (adj_matrix, "
+            "node_label) or edge arrays (src, dst, num_nodes)",
+        )
     meta: dict[str, Any] = {"format": f"npz ({kind})", "files": [str(path)]}
     if kind == "edge-arrays":
         graph = Graph(members["src"], members["dst"], int(members["num_nodes"]))
@@ -117,34 +125,56 @@ def read_graph_npz(path: str | Path, *, clean: CleanOptions = CleanOptions(),
         node_data = {}
         if labels is not None:
             if labels.shape != (adj.shape[0],):
-                raise DataFormatError(path, f"labels have shape {labels.shape} for {adj.shape[0]} nodes")
+                raise DataFormatError(
+                    path, f"labels have shape {labels.shape} for {adj.shape[0]} nodes"
+                )
             node_data["y"] = torch.from_numpy(labels.astype(np.int64))
             meta["num_classes"] = int(labels.max()) + 1 if labels.size else 0
         if attr is not None:
             if attr.shape[0] != adj.shape[0]:
-                raise DataFormatError(path, f"features have {attr.shape[0]} rows for {adj.shape[0]} nodes")
+                raise DataFormatError(
+                    path, f"features have {attr.shape[0]} rows for {adj.shape[0]} nodes"
+                )
             meta["feature_dim"] = int(attr.shape[1])
             meta["feature_nnz"] = int(attr.nnz)
             if features == "dense":
                 node_data["x"] = torch.from_numpy(attr.toarray().astype(np.float32))
         coo = adj.tocoo()
-        graph = Graph(torch.from_numpy(coo.row.astype(np.int64)),
-                      torch.from_numpy(coo.col.astype(np.int64)), adj.shape[0], node_data=node_data)
+        graph = Graph(
+            torch.from_numpy(coo.row.astype(np.int64)),
+            torch.from_numpy(coo.col.astype(np.int64)),
+            adj.shape[0],
+            node_data=node_data,
+        )
     graph, meta["drops"] = clean_graph(graph, clean)
     return graph, meta
 
 
 def _parts(path, kind, members):
     if kind == "gnn-benchmark":
-        adj = _csr(path, "adjacency", scipy.sparse.csr_matrix(
-            (members["adj_data"], members["adj_indices"], members["adj_indptr"]),
-            shape=tuple(members["adj_shape"])))
+        adj = _csr(
+            path,
+            "adjacency",
+            scipy.sparse.csr_matrix(
+                (members["adj_data"], members["adj_indices"], members["adj_indptr"]),
+                shape=tuple(members["adj_shape"]),
+            ),
+        )
         attr = None
         if "attr_data" in members:
-            attr = _csr(path, "features", scipy.sparse.csr_matrix(
-                (members["attr_data"], members["attr_indices"], members["attr_indptr"]),
-                shape=tuple(members["attr_shape"])))
+            attr = _csr(
+                path,
+                "features",
+                scipy.sparse.csr_matrix(
+                    (members["attr_data"], members["attr_indices"], members["attr_indptr"]),
+                    shape=tuple(members["attr_shape"]),
+                ),
+            )
         return adj, attr, members.get("labels")
     adj = _csr(path, "adj_matrix", members["adj_matrix"])
-    attr = _csr(path, "node_attr", members["node_attr"]) if members.get("node_attr") is not None else None
+    attr = (
+        _csr(path, "node_attr", members["node_attr"])
+        if members.get("node_attr") is not None
+        else None
+    )
     return adj, attr, np.asarray(members["node_label"])

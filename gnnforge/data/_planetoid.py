@@ -46,8 +46,11 @@ _NUM_VAL = 500
 def planetoid_files(root: str | Path, name: str) -> dict[str, Path]:
     """The `ind.NAME.*` files present in `root` (allx may be missing)."""
     root = Path(root)
-    return {part: root / f"ind.{name}.{part}" for part in PLANETOID_PARTS
-            if (root / f"ind.{name}.{part}").exists()}
+    return {
+        part: root / f"ind.{name}.{part}"
+        for part in PLANETOID_PARTS
+        if (root / f"ind.{name}.{part}").exists()
+    }
 
 
 def _features(path: Path, value: Any) -> scipy.sparse.csr_matrix:
@@ -60,12 +63,15 @@ def _features(path: Path, value: Any) -> scipy.sparse.csr_matrix:
 
 def _labels(path: Path, value: Any) -> np.ndarray:
     if not (isinstance(value, np.ndarray) and value.ndim == 2):
-        raise DataFormatError(path, f"expected a 2-D one-hot label array, got {type(value).__name__}")
+        raise DataFormatError(
+            path, f"expected a 2-D one-hot label array, got {type(value).__name__}"
+        )
     return value
 
 
-def read_planetoid(root: str | Path, name: str, *, clean: CleanOptions = CleanOptions(),
-                   features: str = "dense") -> tuple[Graph, dict[str, Any]]:
+def read_planetoid(
+    root: str | Path, name: str, *, clean: CleanOptions = CleanOptions(), features: str = "dense"
+) -> tuple[Graph, dict[str, Any]]:
     """Read `ind.NAME.*` from `root` into one Graph.
 
     Node data: x [N, F] float32 (unless features="none"), y [N] int64, train_mask,
@@ -86,18 +92,22 @@ def read_planetoid(root: str | Path, name: str, *, clean: CleanOptions = CleanOp
     allx = _features(files["allx"], safe_load(files["allx"])) if "allx" in files else None
     adjacency = safe_load(files["graph"])
     if not isinstance(adjacency, dict):
-        raise DataFormatError(files["graph"], f"expected a dict of neighbour lists, got "
-                                              f"{type(adjacency).__name__}")
+        raise DataFormatError(
+            files["graph"], f"expected a dict of neighbour lists, got {type(adjacency).__name__}"
+        )
     test_index = parse_table(read_bytes(files["test.index"]), files["test.index"], 1)[:, 0]
     if test_index.size != tx.shape[0] or ty.shape[0] != tx.shape[0]:
-        raise DataFormatError(files["test.index"], f"{test_index.size} test ids but tx has "
-                                                   f"{tx.shape[0]} rows and ty {ty.shape[0]}")
+        raise DataFormatError(
+            files["test.index"],
+            f"{test_index.size} test ids but tx has {tx.shape[0]} rows and ty {ty.shape[0]}",
+        )
     num_known = ally.shape[0]  # allx rows, also when allx itself is missing
     if allx is not None and allx.shape[0] != num_known:
         raise DataFormatError(files["allx"], f"{allx.shape[0]} rows but ally has {num_known}")
     if test_index.size and test_index.min() < num_known:
-        raise DataFormatError(files["test.index"], f"test id {test_index.min()} overlaps the "
-                                                   f"{num_known} allx nodes")
+        raise DataFormatError(
+            files["test.index"], f"test id {test_index.min()} overlaps the {num_known} allx nodes"
+        )
     num_nodes = max(num_known, int(test_index.max()) + 1 if test_index.size else 0)
     num_features, num_classes = x.shape[1], y.shape[1]
 
@@ -107,8 +117,8 @@ def read_planetoid(root: str | Path, name: str, *, clean: CleanOptions = CleanOp
         feature_rows[:num_known] = allx
         has_features[:num_known] = True
     else:
-        feature_rows[:x.shape[0]] = x
-        has_features[:x.shape[0]] = True
+        feature_rows[: x.shape[0]] = x
+        has_features[: x.shape[0]] = True
     feature_rows[test_index] = tx
     has_features[test_index] = True
     onehot = np.zeros((num_nodes, num_classes), dtype=np.float32)
@@ -117,24 +127,33 @@ def read_planetoid(root: str | Path, name: str, *, clean: CleanOptions = CleanOp
     has_label = onehot.sum(1) > 0
 
     src, dst = _edges(files["graph"], adjacency, num_nodes)
-    masks = {name: np.zeros(num_nodes, dtype=bool) for name in ("train_mask", "val_mask", "test_mask")}
-    masks["train_mask"][:y.shape[0]] = True
-    masks["val_mask"][y.shape[0]:y.shape[0] + _NUM_VAL] = True
+    masks = {
+        name: np.zeros(num_nodes, dtype=bool) for name in ("train_mask", "val_mask", "test_mask")
+    }
+    masks["train_mask"][: y.shape[0]] = True
+    masks["val_mask"][y.shape[0] : y.shape[0] + _NUM_VAL] = True
     masks["test_mask"][test_index] = True
-    node_data = {"y": torch.from_numpy(onehot.argmax(1).astype(np.int64)),
-                 "has_features": torch.from_numpy(has_features),
-                 "has_label": torch.from_numpy(has_label),
-                 **{k: torch.from_numpy(v) for k, v in masks.items()}}
+    node_data = {
+        "y": torch.from_numpy(onehot.argmax(1).astype(np.int64)),
+        "has_features": torch.from_numpy(has_features),
+        "has_label": torch.from_numpy(has_label),
+        **{k: torch.from_numpy(v) for k, v in masks.items()},
+    }
     if features == "dense":
         node_data["x"] = torch.from_numpy(feature_rows.toarray())
     graph = Graph(torch.from_numpy(src), torch.from_numpy(dst), num_nodes, node_data=node_data)
     graph, drops = clean_graph(graph, clean)
-    meta = {"format": "Planetoid", "files": [str(p) for p in files.values()],
-            "feature_dim": int(num_features), "num_classes": int(num_classes),
-            "nodes_without_features": int((~has_features).sum()),
-            "nodes_without_label": int((~has_label).sum()),
-            "allx": "present" if allx is not None else "absent: features only for x and tx rows",
-            "split": {k: int(v.sum()) for k, v in masks.items()}, "drops": drops}
+    meta = {
+        "format": "Planetoid",
+        "files": [str(p) for p in files.values()],
+        "feature_dim": int(num_features),
+        "num_classes": int(num_classes),
+        "nodes_without_features": int((~has_features).sum()),
+        "nodes_without_label": int((~has_label).sum()),
+        "allx": "present" if allx is not None else "absent: features only for x and tx rows",
+        "split": {k: int(v.sum()) for k, v in masks.items()},
+        "drops": drops,
+    }
     return graph, meta
 
 
@@ -154,6 +173,7 @@ def _edges(path: Path, adjacency: dict, num_nodes: int) -> tuple[np.ndarray, np.
     for name, ids in (("node", owners), ("neighbour", targets)):
         bad = (ids < 0) | (ids >= num_nodes)
         if bad.any():
-            raise DataFormatError(path, f"{name} id {ids[np.nonzero(bad)[0][0]]} outside "
-                                        f"0..{num_nodes - 1}")
+            raise DataFormatError(
+                path, f"{name} id {ids[np.nonzero(bad)[0][0]]} outside 0..{num_nodes - 1}"
+            )
     return targets, owners

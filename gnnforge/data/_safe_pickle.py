@@ -22,17 +22,17 @@ from gnnforge.data._errors import DataFormatError
 __all__ = ["ALLOWED_GLOBALS", "UnsafePickleError", "safe_load", "safe_loads"]
 
 
-def _numpy_multiarray():
+def _numpy_core():
     # numpy 2 moved numpy.core to numpy._core; importing the old name warns.
     try:
-        from numpy._core import multiarray
+        from numpy._core import multiarray, numeric
     except ImportError:  # numpy < 2
-        from numpy.core import multiarray
-    return multiarray
+        from numpy.core import multiarray, numeric
+    return multiarray, numeric
 
 
 def _allowed() -> dict[tuple[str, str], Any]:
-    multiarray = _numpy_multiarray()
+    multiarray, numeric = _numpy_core()
     allowed = {
         ("numpy", "dtype"): np.dtype,
         ("numpy", "ndarray"): np.ndarray,
@@ -43,6 +43,8 @@ def _allowed() -> dict[tuple[str, str], Any]:
     for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
         allowed[(module, "_reconstruct")] = multiarray._reconstruct
         allowed[(module, "scalar")] = multiarray.scalar
+    for module in ("numpy.core.numeric", "numpy._core.numeric"):
+        allowed[(module, "_frombuffer")] = numeric._frombuffer  # pickle protocol 5 arrays
     for module in ("scipy.sparse.csr", "scipy.sparse._csr", "scipy.sparse"):
         allowed[(module, "csr_matrix")] = scipy.sparse.csr_matrix
     return allowed
@@ -67,9 +69,11 @@ class _RestrictedUnpickler(pickle.Unpickler):
             return self._table[(module, name)]
         except KeyError:
             raise UnsafePickleError(
-                self._path, f"pickle references the global {module}.{name}, which is not "
+                self._path,
+                f"pickle references the global {module}.{name}, which is not "
                 "allowed in a dataset file (only numpy arrays, scipy csr_matrix and "
-                "collections.defaultdict of lists are); refusing to load it") from None
+                "collections.defaultdict of lists are); refusing to load it",
+            ) from None
 
     def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickleError(self._path, f"pickle uses a persistent id ({pid!r}); refusing")
@@ -86,9 +90,18 @@ def safe_loads(data: bytes, path: str | Path = "<bytes>") -> Any:
         return _RestrictedUnpickler(io.BytesIO(data), str(path)).load()
     except UnsafePickleError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-            IndexError, KeyError) as error:
-        raise DataFormatError(path, f"not a valid pickle ({type(error).__name__}: {error})") from error
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+    ) as error:
+        raise DataFormatError(
+            path, f"not a valid pickle ({type(error).__name__}: {error})"
+        ) from error
 
 
 def safe_load(path: str | Path) -> Any:

@@ -21,7 +21,8 @@ import torch
 from gnnforge.data._paths import cache_dir
 from gnnforge.graph import Graph, GraphBatch
 
-__all__ = ["cache_key", "cached_graphs", "load_graphs", "save_graphs"]
+__all__ = ["cache_key", "cache_path", "cached_graphs", "cached_meta", "load_graphs", "load_meta",
+           "save_graphs"]
 
 _SECTIONS = ("node_data", "edge_data", "graph_data")
 
@@ -76,11 +77,29 @@ def cache_key(sources: Sequence[str | Path], options: dict[str, Any]) -> str:
     return digest.hexdigest()[:16]
 
 
+def load_meta(path: str | Path) -> dict[str, Any]:
+    """Only the `meta` dict of a file written by `save_graphs` (no graph arrays are read)."""
+    with np.load(path, allow_pickle=False) as arrays:
+        return json.loads(arrays["meta"].tobytes().decode()) if "meta" in arrays.files else {}
+
+
+def cache_path(name: str, sources: Sequence[str | Path], options: dict[str, Any]) -> Path:
+    """Where `cached_graphs` keeps `name` built from these sources with these options."""
+    return cache_dir() / f"{name}-{cache_key(sources, options)}.npz"
+
+
+def cached_meta(name: str, sources: Sequence[str | Path],
+                options: dict[str, Any]) -> dict[str, Any] | None:
+    """The cached meta of `name` when it is in the cache, else None (nothing is built)."""
+    path = cache_path(name, sources, options)
+    return load_meta(path) if path.exists() else None
+
+
 def cached_graphs(name: str, sources: Sequence[str | Path], options: dict[str, Any],
                   build: Callable[[], tuple[list[Graph], dict[str, Any]]],
                   use_cache: bool = True) -> tuple[list[Graph], dict[str, Any]]:
     """Load `name` from the cache, or `build()` it (graphs, meta) and store it."""
-    path = cache_dir() / f"{name}-{cache_key(sources, options)}.npz"
+    path = cache_path(name, sources, options)
     if use_cache and path.exists():
         return load_graphs(path)
     graphs, meta = build()
