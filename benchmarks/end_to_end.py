@@ -136,8 +136,7 @@ def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled
 
 
 def planetoid(name: str):
-    from gnnforge.data import shared_datasets_dir
-    from gnnforge.data._planetoid import read_planetoid
+    from gnnforge.data import read_planetoid, shared_datasets_dir
 
     graph, _ = read_planetoid(shared_datasets_dir() / "planetoid", name)
     return graph
@@ -154,7 +153,7 @@ def gcn_rows(rows, args) -> None:
         data = graph.node_data
         full_graph_row(rows, name, graph, data["x"], data["y"], data["train_mask"],
                        data["test_mask"], args.epochs)
-    from gnnforge.data._edgelist import read_edge_list
+    from gnnforge.data import read_edge_list
 
     path = shared_datasets_dir() / "snap_soc_slashdot0902" / "soc-Slashdot0902.txt.gz"
     graph, _ = read_edge_list(path)
@@ -328,8 +327,7 @@ def moses_tpsa(count: int) -> list[Graph]:
     from rdkit import Chem
     from rdkit.Chem import rdMolDescriptors
 
-    from gnnforge.data import read_smiles
-    from gnnforge.data._molecules import _mol_to_graph
+    from gnnforge.data import read_smiles, smiles_to_graph
 
     smiles, _, _ = read_smiles("moses")
     graphs = []
@@ -337,7 +335,7 @@ def moses_tpsa(count: int) -> list[Graph]:
         mol = Chem.MolFromSmiles(text)
         if mol is None:
             continue
-        graph = _mol_to_graph(mol)
+        graph = smiles_to_graph(text)
         tpsa = torch.tensor([rdMolDescriptors.CalcTPSA(mol)], dtype=torch.float32)
         graphs.append(graph.with_graph_data(y=tpsa))
     return graphs

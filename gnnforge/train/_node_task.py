@@ -34,8 +34,7 @@ def load_node_dataset(name: str, seed: int = 0) -> tuple[Graph, str]:
     """(graph with node data x, y, train/val/test masks, description) for `name`."""
     if name == "sbm":
         return _synthetic_sbm(seed), "synthetic 4-block SBM (2,000 nodes), noisy features"
-    from gnnforge.data import shared_datasets_dir
-    from gnnforge.data._planetoid import read_planetoid  # not exported by gnnforge.data yet
+    from gnnforge.data import read_planetoid, shared_datasets_dir
 
     root = shared_datasets_dir()
     if root is None:
