@@ -40,28 +40,16 @@ def dst_part(graph: Any, x: Tensor) -> Tensor:
     return x if num_dst == x.shape[0] else x[:num_dst]
 
 
-def _no_edges(graph: Any, like: Tensor) -> Tensor:
-    # An aggregation over no edges is all zeros. Answered here because the CPU kernels of
-    # gnnforge.ops (at the time of writing) fail to reshape zero-row operands.
-    return like.new_zeros((graph.num_dst_nodes, *like.shape[1:]))
-
-
 def reduce_neighbors(graph: Any, x: Tensor, reduce: str) -> Tensor:
     """[num_dst, F] reduce over in-edges (u, v) of x[u]; 0 for nodes without in-edges."""
-    if graph.num_edges == 0:
-        return _no_edges(graph, x)
     return _REDUCE[reduce](graph, x)
 
 
 def reduce_edges(graph: Any, messages: Tensor) -> Tensor:
     """[num_dst, F] sum over in-edges e of messages[e] (edge-id order)."""
-    if graph.num_edges == 0:
-        return _no_edges(graph, messages)
     return ops.copy_e_sum(graph, messages)
 
 
 def weighted_neighbor_sum(graph: Any, x: Tensor, weight: Tensor) -> Tensor:
     """[num_dst, F] sum over in-edges e = (u, v) of weight[e] * x[u]; weight [E] or [E, 1]."""
-    if graph.num_edges == 0:
-        return _no_edges(graph, x)
     return ops.u_mul_e_sum(graph, x, weight.reshape(-1, 1) if weight.dim() == 1 else weight)
