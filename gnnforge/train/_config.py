@@ -66,6 +66,14 @@ class TrainConfig:
 
 _FIELDS = {f.name: f for f in fields(TrainConfig)}
 
+# Defaults that differ by task, used where neither the TOML file nor a flag sets the key.
+# Node classification follows the GCN/GraphSAGE papers' Planetoid settings (2 layers,
+# lr 0.01, dropout 0.5, weight decay 5e-4, up to 200 epochs with patience).
+TASK_DEFAULTS: dict[str, dict[str, Any]] = {
+    "node": {"layers": 2, "lr": 0.01, "dropout": 0.5, "weight_decay": 5e-4, "epochs": 200,
+             "patience": 50, "fanouts": [10, 10]},
+}
+
 
 def _read_toml(path: str | Path) -> dict[str, Any]:
     try:
@@ -92,6 +100,7 @@ def load_config(overrides: dict[str, Any], toml_path: str | Path | None = None) 
     if toml_path is not None:
         values.update(_read_toml(toml_path))
     values.update({k: v for k, v in overrides.items() if v is not None and k in _FIELDS})
+    values = {**TASK_DEFAULTS.get(values.get("task", "graph"), {}), **values}
     for key, value in values.items():
         _check_type(key, value)
     config = TrainConfig(**values)

@@ -40,7 +40,7 @@ def test_bad_toml(tmp_path, text, message):
     ({"task": "node", "sampler": "labor"}, "--sampler needs --mode sampled"),
     ({"task": "node", "dependent": 4}, "--dependent needs --mode sampled"),
     ({"task": "graph", "sampler": "labor"}, "--sampler applies to --task node only"),
-    ({"task": "node", "mode": "sampled", "fanouts": [10, 10]}, "--fanouts has 2 entries"),
+    ({"task": "node", "mode": "sampled", "fanouts": [10, 10, 10]}, "--fanouts has 3 entries"),
     ({"task": "node", "mode": "sampled", "sampler": "walk"}, "--sampler must be one of"),
     ({"epochs": 0}, "--epochs must be >= 1"),
     ({"dropout": 1.5}, "--dropout must lie in"),
@@ -61,3 +61,8 @@ def test_cli_reports_errors_cleanly(capsys):
 def test_varmisuse_rejects_engine_only_options(capsys):
     assert main(["train", "--task", "varmisuse", "--checkpoint-every", "5"]) == 2
     assert "--task varmisuse does not take ['checkpoint_every']" in capsys.readouterr().err
+
+
+def test_node_task_defaults_yield_to_explicit_values():
+    config = load_config({"task": "node", "lr": 0.05})
+    assert (config.layers, config.lr, config.dropout, config.fanouts) == (2, 0.05, 0.5, [10, 10])
