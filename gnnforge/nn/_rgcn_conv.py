@@ -124,7 +124,8 @@ class RGCNConv(nn.Module):
         if self.aggr == "max" or self.in_channels <= self.out_channels:
             view, _ = self._view(graph, edge_type, by_dst=True)
             per_relation = reduce_neighbors(view, x, self.aggr)        # [R * N_dst, F_in]
-            per_relation = per_relation.reshape(self.num_relations, graph.num_dst_nodes, x.shape[-1])
+            per_relation = per_relation.reshape(self.num_relations, graph.num_dst_nodes,
+                                                x.shape[-1])
             out = torch.einsum("rnf,rfo->no", per_relation, weights)
         else:
             view, edge_weight = self._view(graph, edge_type, by_dst=False)

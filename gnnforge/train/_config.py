@@ -121,16 +121,20 @@ def _check_type(key: str, value: Any) -> None:
         raise ConfigError(f"{key}: expected {expected.__name__}, got {value!r}")
 
 
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
 def validate(config: TrainConfig) -> None:
     """Raise ConfigError naming the first bad value or incompatible combination."""
     if config.task not in TASKS:
         raise ConfigError(f"--task must be one of {TASKS}, got {config.task!r}")
     for name in ("epochs", "hidden", "layers", "batch_graphs", "batch_size", "threads"):
         if getattr(config, name) < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(config, name)}")
+            raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
     for name in ("patience", "checkpoint_every", "limit", "cache_size", "dependent"):
         if getattr(config, name) < 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(config, name)}")
+            raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
     if not 0.0 <= config.dropout < 1.0:
         raise ConfigError(f"--dropout must lie in [0, 1), got {config.dropout}")
     if config.lr <= 0:
