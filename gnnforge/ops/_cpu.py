@@ -74,30 +74,34 @@ def _scalar_weight_heads(lhs: Tensor, rhs: Tensor, out_shape: tuple[int, ...]) -
 
 
 def gspmm_cpu(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
-              rhs: Tensor | None, op: str, reduce: str) -> tuple[Tensor, Tensor, Tensor]:
+              rhs: Tensor | None, op: str, reduce: str,
+              record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """g-SpMM on CPU over CSR by destination; see `gnnforge.ops.gspmm` for the math.
 
     Returns:
         (out [M, *F], arg_lhs, arg_rhs): for max/min the [M, prod(F)] int64 source node
-        and edge id that won each output (-1 for rows without in-edges), else empty.
+        and edge id that won each output (-1 for rows without in-edges), else empty (also
+        for copy ops when not `record_args`).
     """
     num_rows = rowptr.numel() - 1
     if op in ("copy_lhs", "copy_rhs"):
         return _spmm_copy(rowptr, col if op == "copy_lhs" else eids,
-                          lhs if op == "copy_lhs" else rhs, op, reduce, num_rows)
+                          lhs if op == "copy_lhs" else rhs, op, reduce, num_rows, record_args)
     out_shape = output_feature_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
     dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     if op == "mul" and reduce in ("sum", "mean"):
         heads = _scalar_weight_heads(lhs, rhs, out_shape)
         if heads is not None:
             return _spmm_scaled(rowptr, col, eids, lhs, rhs, heads, reduce, num_rows, dtype)
-    return _spmm_general(rowptr, col, eids, lhs, rhs, op, reduce, num_rows, out_shape, dtype)
+    out, arg_lhs, arg_rhs = _spmm_general(rowptr, col, eids, lhs, rhs, op, reduce, num_rows,
+                                          out_shape, dtype)
+    return (out, arg_lhs, arg_rhs) if record_args else (out, _no_index(), _no_index())
 
 
-def _spmm_copy(rowptr, index, data, op, reduce, num_rows):
+def _spmm_copy(rowptr, index, data, op, reduce, num_rows, record_args):
     x = _rows(_compute(data))
     out = torch.empty(num_rows, x.shape[1], dtype=x.dtype)
-    extreme = reduce in ("max", "min")
+    extreme = reduce in ("max", "min") and record_args
     arg = torch.empty(num_rows, x.shape[1] if extreme else 0, dtype=torch.int64)
     if num_rows and x.shape[1]:
         _launch(kernels.spmm_copy, num_rows, index.numel() * x.shape[1], rowptr.numpy(),

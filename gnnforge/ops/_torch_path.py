@@ -35,7 +35,8 @@ def _message(op, lhs, rhs, col, eids, start, end):
 
 
 def gspmm_torch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
-                rhs: Tensor | None, op: str, reduce: str) -> tuple[Tensor, Tensor, Tensor]:
+                rhs: Tensor | None, op: str, reduce: str,
+                record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """g-SpMM with PyTorch ops; same contract as `_cpu.gspmm_cpu`."""
     num_rows = rowptr.numel() - 1
     out_shape = output_feature_shape(op, None if lhs is None else tuple(lhs.shape[1:]),
@@ -61,6 +62,9 @@ def gspmm_torch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         index = row[start:end].unsqueeze(1).expand(-1, width)
         out.scatter_reduce_(0, index, _message(op, lhs, rhs, col, eids, start, end),
                             reduce="amax" if reduce == "max" else "amin")
+    if not record_args:
+        out[degree == 0] = 0
+        return out.reshape(num_rows, *out_shape), empty(), empty()
     winner = torch.full((num_rows, width), -1, dtype=torch.int64, device=device)
     for start, end in pieces:
         index = row[start:end].unsqueeze(1).expand(-1, width)

@@ -66,9 +66,9 @@ def test_custom_ops_pass_opcheck(graph):
     y = torch.randn(graph.num_dst_nodes, 2, 3, dtype=torch.float64, requires_grad=True)
     for reduce in ("sum", "max"):
         torch.library.opcheck(torch.ops.gnnforge.gspmm.default,
-                              (arrays, x, weight, "mul", reduce, "numba"))
+                              (arrays, x, weight, "mul", reduce, "numba", True))
     torch.library.opcheck(torch.ops.gnnforge.gspmm.default,
-                          (arrays, x, None, "copy_lhs", "mean", "numba"))
+                          (arrays, x, None, "copy_lhs", "mean", "numba", True))
     torch.library.opcheck(torch.ops.gnnforge.gsddmm.default,
                           (arrays, x, y, "dot", "u", "v", "numba"))
 

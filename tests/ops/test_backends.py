@@ -160,3 +160,15 @@ def test_scalar_operands_give_one_dimensional_output(graph):
             assert ops.copy_e_sum(graph, weight).shape == (graph.num_dst_nodes,)
             assert ops.u_mul_e_sum(graph, node, weight).shape == (graph.num_dst_nodes,)
             assert ops.edge_softmax(graph, weight).shape == (graph.num_edges,)
+
+
+@pytest.mark.parametrize("backend", FAST)
+def test_max_without_gradient_skips_arg_recording(graph, backend):
+    x = torch.randn(graph.num_src_nodes, 6)
+    with ops.use_backend(backend):
+        fast = [ops.copy_u_max(graph, x), ops.copy_u_min(graph, x),
+                ops.u_mul_e_max(graph, x, torch.ones(graph.num_edges))]
+    with ops.use_backend("reference"):
+        expected = [ops.copy_u_max(graph, x), ops.copy_u_min(graph, x), ops.copy_u_max(graph, x)]
+    for got, want in zip(fast, expected):
+        torch.testing.assert_close(got, want)
