@@ -216,7 +216,8 @@ def cache(args) -> None:
 # ----------------------------------------------------------------------------- cooperative
 
 
-def _coop_worker(rank, world, graph_name, sampler_name, global_batch, num_batches, width):
+def _coop_worker(rank, world, graph_name, sampler_name, global_batch, num_batches, width,
+                 cache_fraction):
     torch.set_num_threads(1)
     graph = load(graph_name).graph
     owner = partition_nodes(graph, world, "random", seed=0)
@@ -229,6 +230,8 @@ def _coop_worker(rank, world, graph_name, sampler_name, global_batch, num_batche
     keys = DependentKeys(1, seed=3)
     coop = CooperativeSampler(sampler, owner)
     out = {"coop": [], "indep": []}
+    capacity = int(cache_fraction * graph.num_nodes)  # per process
+    stores = {mode: FeatureStore(features, capacity) for mode in out}
     generator = torch.Generator().manual_seed(100 + rank)
     for step in range(num_batches + 1):  # the first batch warms up
         seeds = owned[torch.randperm(owned.numel(), generator=generator)[:global_batch // world]]
@@ -237,12 +240,12 @@ def _coop_worker(rank, world, graph_name, sampler_name, global_batch, num_batche
             start = time.perf_counter()
             if mode == "coop":
                 batch = coop.sample(graph, seeds, keys[step])
-                blocks, x = batch.blocks, features[batch.input_nodes]
+                blocks, x = batch.blocks, stores[mode].fetch(batch.input_nodes)
                 logits = model(blocks, x, exchange=batch.exchanges())
                 sent, received = batch.remote_rows()
             else:
                 blocks = sampler.sample(graph, seeds, key=keys[step])
-                x = features[blocks[0].src_nodes]
+                x = stores[mode].fetch(blocks[0].src_nodes)
                 logits = model(blocks, x)
                 sent = received = 0
             loss = F.cross_entropy(logits, labels[seeds])
@@ -257,21 +260,25 @@ def _coop_worker(rank, world, graph_name, sampler_name, global_batch, num_batche
                     vertices=sum(b.num_dst_nodes for b in blocks) + x.shape[0],
                     edges=sum(b.num_edges for b in blocks),
                     bytes=(sent + received) * width * 4))
+    for mode in out:
+        out[mode][-1]["miss_rate"] = stores[mode].miss_rate
     return out
 
 
 def cooperative(args) -> None:
     print(f"P=2 gloo processes on this machine (1 thread each), fanouts [10, 10, 10], global "
           f"batch {args.global_batch}, random 1D partition, {args.batches} batches after a "
-          f"warm-up, GraphSAGE widths {args.width}; per-process means\n")
+          f"warm-up, GraphSAGE widths {args.width}; per-process means; each process has an "
+          f"LRU feature cache of {args.cache_fraction:.0%} of the nodes\n")
     print("| graph | sampler | mode | vertices | edges | input rows fetched | "
-          "bytes exchanged (fwd, per process) | batch time (median) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+          "bytes exchanged (fwd, per process) | cache miss rate | batch time (median) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     predictions = []
     for graph_name in args.graphs:
         for sampler_name in args.samplers:
             results = spawn(_coop_worker, 2, args=(graph_name, sampler_name, args.global_batch,
-                                                   args.batches, args.width),
+                                                   args.batches, args.width,
+                                                   args.cache_fraction),
                             timeout_s=580, collective_timeout_s=120)
             for r in results:
                 if r.error:
@@ -282,10 +289,13 @@ def cooperative(args) -> None:
                 mean = {k: float(np.mean([rec[k] for rec in records]))
                         for k in ("vertices", "edges", "input_rows", "bytes")}
                 mean["seconds"] = statistics.median(rec["seconds"] for rec in records)
+                mean["miss_rate"] = float(np.mean([r.value[mode][-1]["miss_rate"]
+                                                   for r in results]))
                 summary[mode] = mean
                 print(f"| {graph_name} | {sampler_name} | {mode} | {mean['vertices']:,.0f} | "
                       f"{mean['edges']:,.0f} | {mean['input_rows']:,.0f} | "
-                      f"{mean['bytes'] / 2**20:,.2f} MiB | {1000 * mean['seconds']:.0f} ms |")
+                      f"{mean['bytes'] / 2**20:,.2f} MiB | {mean['miss_rate']:.1%} | "
+                      f"{1000 * mean['seconds']:.0f} ms |")
             graph = load(graph_name).graph
             big = measure(graph, graph_name, sampler_name, [10, 10, 10], args.global_batch, 4)
             small = measure(graph, graph_name, sampler_name, [10, 10, 10],
@@ -330,6 +340,7 @@ def main(argv=None) -> int:
     p.add_argument("--global-batch", type=int, default=2048)
     p.add_argument("--batches", type=int, default=5)
     p.add_argument("--width", type=int, default=64)
+    p.add_argument("--cache-fraction", type=float, default=0.1, help="per-process cache")
     args = parser.parse_args(argv)
     if getattr(args, "kappas", None):
         args.kappas = [int(k) if math.isfinite(k) else math.inf for k in args.kappas]

@@ -95,6 +95,7 @@ def test_two_processes_equal_single_process(sampler_name):
 
 
 def _dies_or_hangs(rank, world_size, mode):
+    torch.distributed.barrier()  # both processes are fully connected before one fails
     if rank == 1:
         if mode == "die":
             os._exit(3)
@@ -110,11 +111,11 @@ def _dies_or_hangs(rank, world_size, mode):
 
 def test_dead_peer_raises_clear_error():
     results = spawn(_dies_or_hangs, 2, args=("die",), timeout_s=40, collective_timeout_s=5)
-    assert results[1].exitcode == 3
+    assert results[1].exitcode == 3, results
     assert results[0].error is None, results[0].error
     message, elapsed = results[0].value
-    assert "rank 0: all_to_all of vertex ids (counts) failed" in message
-    assert elapsed < 10
+    assert "rank 0: all_to_all of vertex ids (counts) failed" in message, message
+    assert elapsed < 20  # the 5 s collective timeout at the latest, plus a loaded machine
 
 
 @pytest.mark.slow
