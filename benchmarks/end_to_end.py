@@ -1,0 +1,481 @@
+"""End-to-end training time, gnnforge vs PyG (and DGL when importable), same models.
+
+Rows (see BENCHMARKS.md, "End to end"):
+  gcn     GCN 2-layer full graph: Cora, CiteSeer, PubMed, and the largest real graph in
+          shared/datasets (soc-Slashdot0902, random features and labels: no accuracy).
+  sage    GraphSAGE 3-layer, sampled fanouts [10,10,10], batch 1024: R-MAT 2^17/2^21
+          (random features and labels) and PubMed (every labelled node, 80/20 split).
+  gin     GIN (OGB-style, 3 layers, 64 wide) regressing RDKit-computed TPSA on the first
+          MOSES molecules: gnnforge fixed-shape packed batches vs PyG's DataLoader.
+
+Both sides start from the same weights, run the same number of optimiser steps per epoch
+(the PyG GIN batch size is chosen to give the packed loader's step count), and use one
+intra-op thread (this machine's 2 cores are shared). An epoch's time is the median over
+the timed epochs after one warm-up epoch. "ratio" is PyG time / gnnforge time (>1: we win).
+
+PyG's NeighborLoader needs pyg-lib or torch-sparse; when neither imports, the PyG model of
+the sage rows trains on the blocks gnnforge samples (the same subgraphs, converted to
+edge_index), so that row compares the model compute only; the script prints which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gnnforge.graph import Graph, GraphBatch  # noqa: E402
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def timed_epochs(run_epoch: Callable[[], None], epochs: int) -> float:
+    """Median seconds per epoch over `epochs` timed epochs after one warm-up epoch."""
+    run_epoch()
+    times = []
+    for _ in range(epochs):
+        start = time.perf_counter()
+        run_epoch()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def dgl_reason() -> str:
+    if importlib.util.find_spec("dgl") is None:
+        return "DGL skipped: not installed"
+    try:
+        import dgl  # noqa: F401
+    except Exception as error:  # DGL fails to import with torch 2.13
+        return f"DGL skipped: import fails with this torch ({type(error).__name__}: " \
+               f"{str(error).splitlines()[0][:100]})"
+    return "DGL importable but no DGL rows are implemented"
+
+
+def print_row(rows: list, name: str, ours: float, theirs: float, acc_ours, acc_theirs,
+              note: str = "") -> None:
+    fmt = lambda a: "n/a" if a is None else f"{a:.3f}"  # noqa: E731
+    rows.append((name, ours, theirs, theirs / ours, fmt(acc_ours), fmt(acc_theirs), note))
+    print(f"| {name} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {theirs / ours:.2f}x | "
+          f"{fmt(acc_ours)} | {fmt(acc_theirs)} | {note} |", flush=True)
+
+
+# ----------------------------------------------------------------------------- GCN rows
+
+
+class OurGCN(nn.Module):
+    def __init__(self, width_in: int, hidden: int, classes: int) -> None:
+        super().__init__()
+        from gnnforge.nn import GCNConv
+
+        self.conv1, self.conv2 = GCNConv(width_in, hidden), GCNConv(hidden, classes)
+
+    def forward(self, graph, x):
+        x = F.dropout(F.relu(self.conv1(graph, F.dropout(x, 0.5, self.training))), 0.5,
+                      self.training)
+        return self.conv2(graph, x)
+
+
+class PygGCN(nn.Module):
+    def __init__(self, width_in: int, hidden: int, classes: int) -> None:
+        super().__init__()
+        from torch_geometric.nn import GCNConv
+
+        self.conv1, self.conv2 = GCNConv(width_in, hidden), GCNConv(hidden, classes)
+
+    def forward(self, edge_index, x):
+        x = F.dropout(F.relu(self.conv1(F.dropout(x, 0.5, self.training), edge_index)), 0.5,
+                      self.training)
+        return self.conv2(x, edge_index)
+
+
+def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled=True):
+    classes = int(y.max()) + 1
+    torch.manual_seed(0)
+    ours = OurGCN(x.shape[1], 16, classes)
+    theirs = PygGCN(x.shape[1], 16, classes)
+    theirs.load_state_dict(ours.state_dict())
+    edge_index = torch.stack([graph.src, graph.dst])
+
+    def trainer(model, call):
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+
+        def epoch():
+            model.train()
+            optimizer.zero_grad()
+            F.cross_entropy(call(model)[train], y[train]).backward()
+            optimizer.step()
+        return epoch
+
+    def accuracy(model, call):
+        model.eval()
+        with torch.no_grad():
+            return float((call(model)[test].argmax(1) == y[test]).float().mean())
+
+    run_ours = lambda m: m(graph, x)  # noqa: E731
+    run_theirs = lambda m: m(edge_index, x)  # noqa: E731
+    torch.manual_seed(1)
+    t_ours = timed_epochs(trainer(ours, run_ours), epochs)
+    torch.manual_seed(1)
+    t_theirs = timed_epochs(trainer(theirs, run_theirs), epochs)
+    print_row(rows, f"GCN full graph, {name} ({epochs} epochs)", t_ours, t_theirs,
+              accuracy(ours, run_ours) if labelled else None,
+              accuracy(theirs, run_theirs) if labelled else None,
+              "" if labelled else "random features/labels")
+
+
+def planetoid(name: str):
+    from gnnforge.data import read_planetoid, shared_datasets_dir
+
+    graph, _ = read_planetoid(shared_datasets_dir() / "planetoid", name)
+    return graph
+
+
+def gcn_rows(rows, args) -> None:
+    from gnnforge.data import shared_datasets_dir
+
+    if shared_datasets_dir() is None:
+        print("GCN rows skipped: shared/datasets not found")
+        return
+    for name in ("cora", "citeseer", "pubmed"):
+        graph = planetoid(name)
+        data = graph.node_data
+        full_graph_row(rows, name, graph, data["x"], data["y"], data["train_mask"],
+                       data["test_mask"], args.epochs)
+    from gnnforge.data import read_edge_list
+
+    path = shared_datasets_dir() / "snap_soc_slashdot0902" / "soc-Slashdot0902.txt.gz"
+    graph, _ = read_edge_list(path)
+    graph = graph.remove_self_loops()
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(graph.num_nodes, 64, generator=generator)
+    y = torch.randint(0, 8, (graph.num_nodes,), generator=generator)
+    train = torch.rand(graph.num_nodes, generator=generator) < 0.5
+    full_graph_row(rows, f"soc-Slashdot0902 ({graph.num_nodes} nodes, {graph.num_edges} "
+                   "edges)", graph, x, y, train, ~train, max(3, args.epochs // 10),
+                   labelled=False)
+
+
+# ----------------------------------------------------------------------------- SAGE rows
+
+
+class OurSAGE(nn.Module):
+    def __init__(self, width_in: int, hidden: int, classes: int) -> None:
+        super().__init__()
+        from gnnforge.nn import SAGEConv
+
+        widths = [width_in, hidden, hidden, classes]
+        self.convs = nn.ModuleList(SAGEConv(widths[i], widths[i + 1]) for i in range(3))
+
+    def forward(self, blocks, x):
+        for i, (conv, block) in enumerate(zip(self.convs, blocks)):
+            x = conv(block, x)
+            if i < 2:
+                x = F.relu(x)
+        return x
+
+
+class PygSAGE(nn.Module):
+    def __init__(self, width_in: int, hidden: int, classes: int) -> None:
+        super().__init__()
+        from torch_geometric.nn import SAGEConv
+
+        widths = [width_in, hidden, hidden, classes]
+        self.convs = nn.ModuleList(SAGEConv(widths[i], widths[i + 1]) for i in range(3))
+
+    def forward(self, blocks, x):
+        for i, (conv, (edge_index, size)) in enumerate(zip(self.convs, blocks)):
+            x = conv((x, x[: size[1]]), edge_index, size=size)
+            if i < 2:
+                x = F.relu(x)
+        return x
+
+
+def pyg_blocks(blocks):
+    out = []
+    for block in blocks:
+        src, dst = block.coo()
+        out.append((torch.stack([src, dst]), (block.num_src_nodes, block.num_dst_nodes)))
+    return out
+
+
+def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True):
+    from gnnforge.sampling import NeighborSampler, NodeSeeds
+
+    classes = int(y.max()) + 1
+    torch.manual_seed(0)
+    ours, theirs = OurSAGE(x.shape[1], 64, classes), PygSAGE(x.shape[1], 64, classes)
+    theirs.load_state_dict(ours.state_dict())
+    sampler = NeighborSampler([10, 10, 10])
+    seeds = NodeSeeds(train, 1024, seed=0)
+    steps = min(len(seeds), args.sage_steps)
+    graph.csr()  # both sides share the sampler; build the CSR outside the timing
+
+    def trainer(model, convert):
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+        generator = torch.Generator().manual_seed(0)
+        state = {"epoch": 0}
+
+        def epoch():
+            seeds.set_epoch(state["epoch"])
+            state["epoch"] += 1
+            model.train()
+            for step, batch in enumerate(seeds):
+                if step == steps:
+                    break
+                blocks = sampler.sample(graph, batch, generator=generator)
+                logits = model(convert(blocks), x[blocks[0].src_nodes])
+                optimizer.zero_grad()
+                F.cross_entropy(logits, y[batch]).backward()
+                optimizer.step()
+        return epoch
+
+    def accuracy(model, convert):
+        if not labelled:
+            return None
+        model.eval()
+        generator = torch.Generator().manual_seed(1)
+        correct = 0
+        with torch.no_grad():
+            for batch in NodeSeeds(test, 1024, shuffle=False):
+                blocks = sampler.sample(graph, batch, generator=generator)
+                logits = model(convert(blocks), x[blocks[0].src_nodes])
+                correct += int((logits.argmax(1) == y[batch]).sum())
+        return correct / test.numel()
+
+    t_ours = timed_epochs(trainer(ours, lambda b: b), args.sage_epochs)
+    t_theirs = timed_epochs(trainer(theirs, pyg_blocks), args.sage_epochs)
+    model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args)
+    note = ("PyG model on gnnforge-sampled blocks (no pyg-lib/torch-sparse for "
+            "NeighborLoader)") if not pyg_sampling() else ""
+    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch)", t_ours,
+              t_theirs, accuracy(ours, lambda b: b), accuracy(theirs, pyg_blocks),
+              note + ("" if labelled else "; random features/labels"))
+
+
+def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args):
+    """Forward+backward of both models on the same pre-sampled batches (no sampling)."""
+    seeds.set_epoch(0)
+    generator = torch.Generator().manual_seed(2)
+    batches = []
+    for step, batch in enumerate(seeds):
+        if step == steps:
+            break
+        blocks = sampler.sample(graph, batch, generator=generator)
+        batches.append((blocks, pyg_blocks(blocks), x[blocks[0].src_nodes], y[batch]))
+
+    def run(model, pyg: bool):
+        def epoch():
+            for blocks, converted, features, labels in batches:
+                model.zero_grad()
+                F.cross_entropy(model(converted if pyg else blocks, features), labels).backward()
+        return epoch
+
+    print_row(rows, f"SAGE model only, {name} ({steps} pre-sampled batches)",
+              timed_epochs(run(ours, False), args.sage_epochs),
+              timed_epochs(run(theirs, True), args.sage_epochs), None, None,
+              "forward+backward on identical blocks; sampling excluded")
+
+
+def pyg_sampling() -> bool:
+    return any(importlib.util.find_spec(m) is not None for m in ("pyg_lib", "torch_sparse"))
+
+
+def sage_rows(rows, args) -> None:
+    from gnnforge.data import rmat, shared_datasets_dir
+
+    root = shared_datasets_dir()
+    if root is not None and (root / "synthetic" / "rmat_s17_e21.npz").exists():
+        arrays = np.load(root / "synthetic" / "rmat_s17_e21.npz")
+        graph = Graph(torch.from_numpy(arrays["src"].astype(np.int64)),
+                      torch.from_numpy(arrays["dst"].astype(np.int64)), int(arrays["num_nodes"]))
+    else:
+        graph = rmat(17, 2**21, seed=0)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(graph.num_nodes, 64, generator=generator)
+    y = torch.randint(0, 8, (graph.num_nodes,), generator=generator)
+    nodes = torch.randperm(graph.num_nodes, generator=generator)
+    sampled_row(rows, "R-MAT 2^17/2^21", graph, x, y, nodes[:-4096], nodes[-4096:], args,
+                labelled=False)
+    if root is None:
+        print("SAGE PubMed row skipped: shared/datasets not found")
+        return
+    graph = planetoid("pubmed")
+    labelled = torch.nonzero(graph.node_data["has_label"]).flatten()
+    order = labelled[torch.randperm(labelled.numel(), generator=generator)]
+    cut = int(0.8 * order.numel())
+    sampled_row(rows, "PubMed", graph, graph.node_data["x"], graph.node_data["y"],
+                order[:cut], order[cut:], args)
+
+
+# ----------------------------------------------------------------------------- GIN rows
+
+
+def moses_tpsa(count: int) -> list[Graph]:
+    """The first `count` MOSES training molecules with RDKit-computed TPSA as `y`."""
+    from rdkit import Chem
+    from rdkit.Chem import rdMolDescriptors
+
+    from gnnforge.data import read_smiles, smiles_to_graph
+
+    smiles, _, _ = read_smiles("moses")
+    graphs = []
+    for text in smiles[:count]:
+        mol = Chem.MolFromSmiles(text)
+        if mol is None:
+            continue
+        graph = smiles_to_graph(text)
+        tpsa = torch.tensor([rdMolDescriptors.CalcTPSA(mol)], dtype=torch.float32)
+        graphs.append(graph.with_graph_data(y=tpsa))
+    return graphs
+
+
+class PygMoleculeGIN(nn.Module):
+    """gnnforge's MoleculeGIN with PyG's GINEConv and pooling (same parameter names)."""
+
+    def __init__(self, reference) -> None:
+        super().__init__()
+        from torch_geometric.nn import GINEConv
+
+        import copy
+
+        self.atom_encoder = copy.deepcopy(reference.atom_encoder)
+        self.bond_encoders = copy.deepcopy(reference.bond_encoders)
+        self.convs = nn.ModuleList(GINEConv(nn.Identity(), train_eps=True)
+                                   for _ in reference.convs)
+        self.mlps = copy.deepcopy(reference.mlps)
+        self.norms = copy.deepcopy(reference.norms)
+        self.head = copy.deepcopy(reference.head)
+        self.load_state_dict(reference.state_dict())
+
+    def forward(self, data):
+        from torch_geometric.nn import global_add_pool
+
+        h = self.atom_encoder(data.x)
+        last = len(self.convs) - 1
+        for layer, (conv, mlp, norm, bond) in enumerate(
+                zip(self.convs, self.mlps, self.norms, self.bond_encoders)):
+            h = norm(mlp(conv(h, data.edge_index, bond(data.edge_attr)), None), None)
+            if layer != last:
+                h = F.relu(h)
+        return self.head(global_add_pool(h, data.batch, size=data.num_graphs))
+
+
+def gin_rows(rows, args) -> None:
+    from torch_geometric.data import Data
+    from torch_geometric.loader import DataLoader
+
+    from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
+    from gnnforge.nn import MoleculeGIN
+    from gnnforge.train import PackedSplit, split_indices
+
+    graphs = moses_tpsa(args.molecules)
+    split = split_indices(len(graphs), seed=0)
+    y = torch.stack([g.graph_data["y"] for g in graphs])
+    mean, std = y[split["train"]].mean(), y[split["train"]].std()
+    torch.manual_seed(0)
+    ours = MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=64, num_layers=3)
+    theirs = PygMoleculeGIN(ours)
+    packed = PackedSplit(graphs, split["train"], 128, seed=0)
+    steps = len(packed.plan(0))
+    pyg_train = [Data(x=g.node_data["x"], edge_index=torch.stack([g.src, g.dst]),
+                      edge_attr=g.edge_data["edge_attr"], y=g.graph_data["y"].view(1, 1),
+                      num_nodes=g.num_nodes) for g in (graphs[i] for i in split["train"])]
+    batch_size = -(-len(pyg_train) // steps)
+    loader = DataLoader(pyg_train, batch_size=batch_size, shuffle=True,
+                        generator=torch.Generator().manual_seed(0))
+
+    def our_epoch_fn():
+        optimizer = torch.optim.Adam(ours.parameters(), lr=1e-3)
+        state = {"epoch": 0}
+
+        def epoch():
+            ours.train()
+            packed.plan(state["epoch"])
+            state["epoch"] += 1
+            for number in range(len(packed)):
+                batch = packed.batch(number)
+                target = (batch.graph_data["y"] - mean) / std
+                mask = batch.graph_mask.unsqueeze(1)
+                loss = (((ours(batch) - target) ** 2) * mask).sum() / mask.sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        return epoch
+
+    def their_epoch_fn():
+        optimizer = torch.optim.Adam(theirs.parameters(), lr=1e-3)
+
+        def epoch():
+            theirs.train()
+            for data in loader:
+                loss = F.mse_loss(theirs(data), (data.y - mean) / std)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        return epoch
+
+    def mae(model, pyg: bool) -> float:
+        model.eval()
+        test = [graphs[i] for i in split["test"]]
+        with torch.no_grad():
+            if pyg:
+                data = next(iter(DataLoader(
+                    [Data(x=g.node_data["x"], edge_index=torch.stack([g.src, g.dst]),
+                          edge_attr=g.edge_data["edge_attr"], num_nodes=g.num_nodes)
+                     for g in test], batch_size=len(test))))
+                prediction = model(data)
+            else:
+                prediction = model(GraphBatch.from_graphs(test))
+        target = torch.stack([g.graph_data["y"] for g in test])
+        return float((prediction * std + mean - target).abs().mean())
+
+    t_ours = timed_epochs(our_epoch_fn(), args.gin_epochs)
+    t_theirs = timed_epochs(their_epoch_fn(), args.gin_epochs)
+    nodes, edges = packed.padding_fraction()
+    print_row(rows, f"GIN MOSES TPSA, {len(graphs)} mols ({steps} steps/epoch)", t_ours,
+              t_theirs, mae(ours, False), mae(theirs, True),
+              f"test MAE (A^2); packed node/edge padding {nodes:.1%}/{edges:.1%}; PyG "
+              f"batch {batch_size}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="gcn,sage,gin", help="which rows: gcn,sage,gin")
+    parser.add_argument("--epochs", type=int, default=100, help="timed GCN epochs (Planetoid)")
+    parser.add_argument("--sage-epochs", type=int, default=5)
+    parser.add_argument("--sage-steps", type=int, default=8, help="steps per SAGE epoch")
+    parser.add_argument("--gin-epochs", type=int, default=5)
+    parser.add_argument("--molecules", type=int, default=20000)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    from gnnforge.train._cli import set_threads
+
+    set_threads(args.threads)  # torch and numba: idle spinning pools slow each other down
+    print(f"torch {torch.__version__}, torch_geometric "
+          f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
+    print(dgl_reason())
+    print("| workload | gnnforge ms/epoch | PyG ms/epoch | ratio | gnnforge acc | PyG acc | "
+          "note |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    rows: list = []
+    chosen = args.rows.split(",")
+    for name, function in (("gcn", gcn_rows), ("sage", sage_rows), ("gin", gin_rows)):
+        if name in chosen:
+            function(rows, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

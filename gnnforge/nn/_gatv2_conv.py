@@ -1,0 +1,89 @@
+"""GATv2 (Brody et al., "How Attentive are Graph Attention Networks?", ICLR 2022),
+numerically equal to `torch_geometric.nn.GATv2Conv` (dropout 0, no edge features)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from gnnforge.nn._gat_conv import finish_heads
+from gnnforge.nn._planned import check_node_input, current_plan, prepared_structure
+from gnnforge.plan._execute import Structure, evaluate
+from gnnforge.plan._expressions import gatv2_expression
+from gnnforge.plan._ir import Node
+from gnnforge.plan._primitives import Composition
+
+__all__ = ["GATv2Conv"]
+
+
+class GATv2Conv(nn.Module):
+    r"""out_v = ||_h sum_{u -> v} alpha_uv,h (W_l x_u + b_l)_h + b,
+    alpha = softmax_v(a_h . LeakyReLU(W_l x_u + b_l + W_r x_v + b_r)_h).
+
+    Parameters match PyG's (`lin_l`, `lin_r` with biases, `att` [1, H, D], `bias`).
+    Self-loops and blocks as in `GATConv`. `plan` (None for aggregating W_l x_u + b_l)
+    may aggregate the input instead, (alpha X) W_l + (alpha 1) b_l^T; set by
+    `gnnforge.plan.optimize`.
+
+    Args:
+        in_channels: I. out_channels: per-head width D. heads: H.
+        concat: concatenate heads (else average). negative_slope: LeakyReLU slope.
+        add_self_loops: PyG's self-loop handling on a full Graph.
+        bias: biases of lin_l, lin_r and the output (PyG's single switch).
+        share_weights: lin_r is lin_l.
+
+    Shapes:
+        x: [num_src_nodes, I] float. returns: [num_dst_nodes, H*D] (concat) or [.., D].
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, heads: int = 1,
+                 concat: bool = True, negative_slope: float = 0.2,
+                 add_self_loops: bool = True, bias: bool = True,
+                 share_weights: bool = False) -> None:
+        super().__init__()
+        if heads < 1:
+            raise ValueError(f"GATv2Conv: heads must be >= 1, got {heads}")
+        self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
+        self.concat, self.negative_slope = concat, float(negative_slope)
+        self.add_self_loops, self.share_weights, self.has_bias = add_self_loops, share_weights, bias
+        self.lin_l = nn.Linear(in_channels, heads * out_channels, bias=bias)
+        self.lin_r = self.lin_l if share_weights else nn.Linear(in_channels,
+                                                                 heads * out_channels, bias=bias)
+        self.att = nn.Parameter(torch.empty(1, heads, out_channels))
+        width = heads * out_channels if concat else out_channels
+        self.bias = nn.Parameter(torch.zeros(width)) if bias else None
+        self.plan: Composition | None = None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.lin_l.reset_parameters()
+        self.lin_r.reset_parameters()
+        nn.init.xavier_uniform_(self.att)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def plan_expression(self) -> Node:
+        return gatv2_expression(self.share_weights, self.has_bias, self.negative_slope)
+
+    def plan_symbols(self) -> dict[str, int]:
+        return {"I": self.in_channels, "O": self.heads * self.out_channels, "H": self.heads,
+                "D": self.out_channels}
+
+    def _weight(self, lin: nn.Linear) -> Tensor:
+        return lin.weight.reshape(self.heads, self.out_channels, self.in_channels).transpose(1, 2)
+
+    def forward(self, graph: Any, x: Tensor) -> Tensor:
+        check_node_input("GATv2Conv", graph, x, self.in_channels)
+        structure = prepared_structure(self, graph, self.add_self_loops, Structure)
+        leaves = {"X": x, "Wl": self._weight(self.lin_l), "Wr": self._weight(self.lin_r),
+                  "a": self.att[0].unsqueeze(-1)}                                # [H, D, 1]
+        if self.has_bias:
+            leaves["bl"] = self.lin_l.bias.reshape(self.heads, 1, self.out_channels)
+            leaves["br"] = self.lin_r.bias.reshape(self.heads, 1, self.out_channels)
+        out = evaluate(current_plan(self, self.plan_expression()), structure, leaves)
+        return finish_heads(out, self.concat, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, heads={self.heads}"

@@ -1,0 +1,72 @@
+"""GraphSAGE convolution (Hamilton et al., "Inductive Representation Learning on Large
+Graphs", NeurIPS 2017), numerically equal to `torch_geometric.nn.SAGEConv`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_neighbors
+
+__all__ = ["SAGEConv"]
+
+_AGGREGATORS = ("mean", "sum", "max")
+
+
+class SAGEConv(nn.Module):
+    r"""out_v = W_l · aggr_{u -> v} x_u + b + W_r · x_v, optionally L2-normalised.
+
+    Parameters match PyG's: `lin_l` (with bias) acts on the aggregated neighbours, `lin_r`
+    (no bias) on the node itself, so `load_state_dict` works in both directions.
+
+    For the linear aggregators (mean, sum) the projection commutes with the aggregation,
+    so when `out_channels < in_channels` the layer projects first and aggregates the
+    narrower features (the bias is added afterwards, so nodes without in-edges still get
+    exactly PyG's value).
+
+    Args:
+        in_channels: input width F_in.
+        out_channels: output width F_out.
+        aggr: 'mean', 'sum' or 'max' over in-neighbours (0 for a node with none).
+        normalize: L2-normalise each output row.
+        root_weight: add W_r · x_v.
+        bias: learn the additive bias of `lin_l`.
+
+    Shapes:
+        x: [num_src_nodes, F_in] float; graph: Graph, GraphBatch or sampler block.
+        returns: [num_dst_nodes, F_out].
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, aggr: str = "mean",
+                 normalize: bool = False, root_weight: bool = True, bias: bool = True) -> None:
+        super().__init__()
+        if aggr not in _AGGREGATORS:
+            raise ValueError(f"SAGEConv: aggr must be one of {_AGGREGATORS}, got {aggr!r}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.aggr, self.normalize, self.root_weight = aggr, normalize, root_weight
+        self.lin_l = nn.Linear(in_channels, out_channels, bias=bias)
+        self.lin_r = nn.Linear(in_channels, out_channels, bias=False) if root_weight else None
+
+    def reset_parameters(self) -> None:
+        self.lin_l.reset_parameters()
+        if self.lin_r is not None:
+            self.lin_r.reset_parameters()
+
+    def forward(self, graph: Any, x: Tensor) -> Tensor:
+        check_node_input("SAGEConv", graph, x)
+        if self.aggr != "max" and self.out_channels < self.in_channels:
+            out = reduce_neighbors(graph, F.linear(x, self.lin_l.weight), self.aggr)
+            if self.lin_l.bias is not None:
+                out = out + self.lin_l.bias
+        else:
+            out = self.lin_l(reduce_neighbors(graph, x, self.aggr))
+        if self.lin_r is not None:
+            out = out + self.lin_r(dst_part(graph, x))
+        if self.normalize:
+            out = F.normalize(out, p=2.0, dim=-1)
+        return out
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, aggr={self.aggr!r}"

@@ -1,0 +1,72 @@
+"""Topology adaptive graph convolution (Du et al., "Topology Adaptive Graph
+Convolutional Networks", 2017), numerically equal to `torch_geometric.nn.TAGConv`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from gnnforge.nn._planned import (check_node_input, current_plan, prepared_structure,
+                                  require_square)
+from gnnforge.plan._execute import evaluate, gcn_structure
+from gnnforge.plan._expressions import tag_expression
+from gnnforge.plan._ir import Node
+from gnnforge.plan._primitives import Composition
+
+__all__ = ["TAGConv"]
+
+
+class TAGConv(nn.Module):
+    r"""out = sum_{k=0..K} (Â^k X) W_k + b, Â = D^-1/2 A D^-1/2 without added self-loops.
+
+    Parameters match PyG's (`lins.k.weight`, `bias`). Needs a square graph. `plan`
+    (None for PyG's propagate-the-input order) can instead run Horner's
+    X W_0 + Â (X W_1 + Â (...)), aggregating the output width; set by
+    `gnnforge.plan.optimize`.
+
+    Args:
+        in_channels: I. out_channels: O. K: number of hops. bias: learn an additive bias.
+
+    Shapes:
+        x: [num_nodes, I] float. returns: [num_nodes, O].
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, K: int = 3,  # noqa: N803 (PyG's name)
+                 bias: bool = True) -> None:
+        super().__init__()
+        if K < 0:
+            raise ValueError(f"TAGConv: K must be >= 0, got {K}")
+        self.in_channels, self.out_channels, self.K = in_channels, out_channels, K
+        self.lins = nn.ModuleList(nn.Linear(in_channels, out_channels, bias=False)
+                                  for _ in range(K + 1))
+        self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
+        self.plan: Composition | None = None
+
+    def reset_parameters(self) -> None:
+        for lin in self.lins:
+            lin.reset_parameters()
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def plan_expression(self) -> Node:
+        return tag_expression(self.K)
+
+    def plan_symbols(self) -> dict[str, int]:
+        return {"I": self.in_channels, "O": self.out_channels, "H": 1, "D": self.out_channels}
+
+    def forward(self, graph: Any, x: Tensor) -> Tensor:
+        check_node_input("TAGConv", graph, x, self.in_channels)
+        require_square("TAGConv", graph)
+        structure = prepared_structure(self, graph, False,
+                                       lambda g: gcn_structure(g, x.dtype, symmetric=True))
+        expression = tag_expression(self.K)
+        leaves = {"X": x, **{f"W{k}": lin.weight.t().unsqueeze(0)
+                             for k, lin in enumerate(self.lins)}}
+        out = evaluate(current_plan(self, expression), structure, leaves)
+        out = out.reshape(graph.num_dst_nodes, self.out_channels)
+        return out if self.bias is None else out + self.bias
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, K={self.K}"

@@ -1,0 +1,81 @@
+"""Aggregation kernels: g-SpMM and g-SDDMM with DGL's vocabulary, autograd and fast backends.
+
+`gspmm` reduces per-edge messages onto destination nodes, `gsddmm` computes one value
+per edge; the shortcuts (`copy_u_sum`, `u_mul_e_sum`, `u_dot_v`, ...) name common cases
+and `edge_softmax` normalises attention logits. `use_backend` forces a backend. See
+docs/kernels.md.
+"""
+
+from gnnforge.ops._dispatch import BACKENDS, use_backend
+from gnnforge.ops._edge_softmax import edge_softmax
+from gnnforge.ops._generic import gsddmm, gspmm
+from gnnforge.ops._shortcuts import (
+    copy_e_max,
+    copy_e_mean,
+    copy_e_min,
+    copy_e_sum,
+    copy_u,
+    copy_u_max,
+    copy_u_mean,
+    copy_u_min,
+    copy_u_sum,
+    copy_v,
+    e_add_v,
+    e_div_v,
+    e_dot_v,
+    e_mul_v,
+    e_sub_v,
+    u_add_e_max,
+    u_add_e_sum,
+    u_add_v,
+    u_div_e_sum,
+    u_div_v,
+    u_dot_e,
+    u_dot_v,
+    u_mul_e,
+    u_mul_e_max,
+    u_mul_e_mean,
+    u_mul_e_min,
+    u_mul_e_sum,
+    u_mul_v,
+    u_sub_e_sum,
+    u_sub_v,
+)
+
+__all__ = [
+    "BACKENDS",
+    "copy_e_max",
+    "copy_e_mean",
+    "copy_e_min",
+    "copy_e_sum",
+    "copy_u",
+    "copy_u_max",
+    "copy_u_mean",
+    "copy_u_min",
+    "copy_u_sum",
+    "copy_v",
+    "e_add_v",
+    "e_div_v",
+    "e_dot_v",
+    "e_mul_v",
+    "e_sub_v",
+    "edge_softmax",
+    "gsddmm",
+    "gspmm",
+    "u_add_e_max",
+    "u_add_e_sum",
+    "u_add_v",
+    "u_div_e_sum",
+    "u_div_v",
+    "u_dot_e",
+    "u_dot_v",
+    "u_mul_e",
+    "u_mul_e_max",
+    "u_mul_e_mean",
+    "u_mul_e_min",
+    "u_mul_e_sum",
+    "u_mul_v",
+    "u_sub_e_sum",
+    "u_sub_v",
+    "use_backend",
+]

@@ -1,0 +1,248 @@
+"""`gnnforge::gspmm` and `gnnforge::gsddmm`: the fast backends as torch.library custom ops.
+
+Each op has a fake (shape-only) implementation, so torch.compile can trace through it, and
+a registered backward written DGL-style with the same two ops (g-SpMM on the reversed
+graph, g-SDDMM), so it saves only what the gradient needs and second derivatives work.
+max/min gradients flow through the arg indices the forward records.
+
+The graph travels as a list of eight tensors (`GraphArrays`): CSR by destination
+(rowptr, col, eids), CSC by source (colptr, row, ceids) and COO (src, dst, int64). The
+CSC and COO are empty tensors when no gradient will be needed (a forward-only call on a
+new sampled block then never builds them). Operands arrive padded (`_shapes`), and only
+copy_lhs / copy_rhs / add / mul / dot reach here: the public layer rewrites sub and div.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from gnnforge.ops._dispatch import KERNELS
+from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
+
+__all__ = ["reverse_arrays", "spmm_op", "sddmm_op"]
+
+ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
+
+
+def reverse_arrays(arrays: list[Tensor]) -> list[Tensor]:
+    """GraphArrays of the reversed graph: CSC becomes CSR and src/dst swap."""
+    return [arrays[COLPTR], arrays[ROW], arrays[CEIDS],
+            arrays[ROWPTR], arrays[COL], arrays[EIDS], arrays[DST], arrays[SRC]]
+
+
+def _shape(tensor: Tensor | None) -> tuple[int, ...] | None:
+    return None if tensor is None else tuple(tensor.shape[1:])
+
+
+def _dtype(lhs: Tensor | None, rhs: Tensor | None) -> torch.dtype:
+    if lhs is None or rhs is None:
+        return (lhs if rhs is None else rhs).dtype
+    return torch.promote_types(lhs.dtype, rhs.dtype)
+
+
+# ----------------------------------------------------------------------------- g-SpMM
+
+
+@torch.library.custom_op("gnnforge::gspmm", mutates_args=())
+def spmm_op(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str,
+            reduce: str, backend: str, record_args: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """(out [M, *F], arg_lhs, arg_rhs); see `_cpu.gspmm_cpu` for the arg contract.
+
+    record_args=False skips the max/min arg indices (empty outputs): a forward that no
+    gradient follows then runs a branch-free, vectorised max.
+    """
+    kernel = KERNELS[("gspmm", backend)]
+    return kernel(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op, reduce, record_args)
+
+
+@spmm_op.register_fake
+def _(arrays, lhs, rhs, op, reduce, backend, record_args):
+    rows = arrays[ROWPTR].shape[0] - 1
+    out_shape = output_feature_shape(op, _shape(lhs), _shape(rhs))
+    operand = lhs if lhs is not None else rhs
+    out = operand.new_empty((rows, *out_shape), dtype=_dtype(lhs, rhs))
+    width = math.prod(out_shape) if reduce in ("max", "min") and record_args else 0
+    arg_lhs = operand.new_empty((rows if lhs is not None and width else 0, width),
+                                dtype=torch.int64)
+    arg_rhs = operand.new_empty((rows if rhs is not None and width else 0, width),
+                                dtype=torch.int64)
+    if not width:
+        arg_lhs, arg_rhs = (operand.new_empty((0,), dtype=torch.int64) for _ in range(2))
+    return out, arg_lhs, arg_rhs
+
+
+def _spmm_setup(ctx, inputs, output):
+    arrays, lhs, rhs, op, reduce, backend, *_ = inputs
+    ctx.op, ctx.reduce, ctx.backend = op, reduce, backend
+    ctx.lhs_shape, ctx.rhs_shape = _shape(lhs), _shape(rhs)
+    ctx.lhs_rows = None if lhs is None else lhs.shape[0]
+    ctx.rhs_rows = None if rhs is None else rhs.shape[0]
+    keep_lhs = lhs if op in ("mul", "dot") else None
+    keep_rhs = rhs if op in ("mul", "dot") else None
+    ctx.save_for_backward(*arrays, keep_lhs, keep_rhs, output[1], output[2])
+
+
+def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
+    *arrays, lhs, rhs, arg_lhs, arg_rhs = ctx.saved_tensors
+    if ctx.reduce in ("max", "min"):
+        grad_lhs, grad_rhs = _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs)
+    else:
+        grad_lhs, grad_rhs = _sum_grads(ctx, arrays, grad_out, lhs, rhs)
+    return [None] * 8, grad_lhs, grad_rhs, None, None, None, None
+
+
+def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
+    op, backend = ctx.op, ctx.backend
+    if ctx.reduce == "mean":
+        degree = (arrays[ROWPTR][1:] - arrays[ROWPTR][:-1]).clamp(min=1).to(grad_out.dtype)
+        grad_out = grad_out / degree.reshape(-1, *[1] * (grad_out.dim() - 1))
+    grad_lhs = grad_rhs = None
+    if ctx.needs_input_grad[1]:
+        reverse = reverse_arrays(arrays)
+        if op in ("copy_lhs", "add"):
+            grad = spmm_op(reverse, grad_out, None, "copy_lhs", "sum", backend, False)[0]
+        else:  # mul, dot: d lhs[u] = sum over out-edges of grad[v] * rhs[e]
+            grad = spmm_op(reverse, grad_out, rhs, "mul", "sum", backend, False)[0]
+        grad_lhs = reduce_to_shape(grad, ctx.lhs_shape)
+    if ctx.needs_input_grad[2]:
+        if op in ("copy_rhs", "add"):
+            grad = grad_out.index_select(0, arrays[DST])
+        elif (op == "mul" and tuple(grad_out.shape[1:]) == ctx.lhs_shape
+              and _scalar_groups(ctx.rhs_shape, ctx.lhs_shape) is not None):
+            grad = _grouped_dot(arrays, lhs, grad_out, ctx.rhs_shape, backend)
+        else:  # mul, dot: d rhs[e] = lhs[u] * grad[v]
+            grad = sddmm_op(arrays, lhs, grad_out, "mul", "u", "v", backend)
+        grad_rhs = reduce_to_shape(grad, ctx.rhs_shape)
+    return grad_lhs, grad_rhs
+
+
+def _scalar_groups(rhs_shape, lhs_shape) -> int | None:
+    """H when rhs features are (f1..fk, 1, ..., 1) with lhs (f1..fk, ...) and a real tail."""
+    for split in range(len(rhs_shape)):
+        head, tail = rhs_shape[:split], rhs_shape[split:]
+        if head == lhs_shape[:split] and all(s == 1 for s in tail) and lhs_shape[split:] != tail:
+            return math.prod(head)
+    return None
+
+
+def _grouped_dot(arrays, lhs, grad_out, rhs_shape, backend):
+    # d w[e, h] = <x[u, h, :], grad[v, h, :]>: a dot SDDMM, no E x D product materialised.
+    heads = math.prod(rhs_shape)
+    width = math.prod(lhs.shape[1:]) // max(heads, 1)
+    left = lhs.reshape(lhs.shape[0], heads, width)
+    right = grad_out.reshape(grad_out.shape[0], heads, width)
+    grad = sddmm_op(arrays, left, right, "dot", "u", "v", backend)   # [E, H, 1]
+    return grad.reshape(grad.shape[0], *rhs_shape)
+
+
+def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
+    out_shape = tuple(grad_out.shape[1:])
+    grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))                      # [M, K]
+    grad_lhs = grad_rhs = None
+    if ctx.needs_input_grad[1]:
+        value = grad_flat
+        if ctx.op == "mul":
+            value = value * _gather_at(rhs, arg_rhs, out_shape)
+        grad = _scatter_rows(value, arg_lhs, ctx.lhs_rows)
+        grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
+    if ctx.needs_input_grad[2]:
+        value = grad_flat
+        if ctx.op == "mul":
+            value = value * _gather_at(lhs, arg_lhs, out_shape)
+        grad = _scatter_rows(value, arg_rhs, ctx.rhs_rows)
+        grad_rhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.rhs_shape)
+    return grad_lhs, grad_rhs
+
+
+def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
+    """[M, K]: data's value at the winning row for each output feature (broadcast aware)."""
+    offset = broadcast_offsets(tuple(data.shape[1:]), out_shape, False).to(rows.device)
+    flat = data.reshape(-1)
+    width = math.prod(data.shape[1:])
+    return flat[rows.clamp(min=0) * width + offset] * (rows >= 0)
+
+
+def _scatter_rows(value: Tensor, rows: Tensor, num_rows: int) -> Tensor:
+    """[num_rows, K]: value[v, k] added into row rows[v, k] (entries with -1 dropped)."""
+    out = value.new_zeros(num_rows, value.shape[1])
+    return out.scatter_add(0, rows.clamp(min=0), value * (rows >= 0))
+
+
+spmm_op.register_autograd(_spmm_backward, setup_context=_spmm_setup)
+
+
+# ----------------------------------------------------------------------------- g-SDDMM
+
+
+def _target_rows(arrays: list[Tensor], target: str, num_edges: int, device) -> Tensor:
+    if target == "u":
+        return arrays[SRC]
+    if target == "v":
+        return arrays[DST]
+    return torch.arange(num_edges, device=device)
+
+
+@torch.library.custom_op("gnnforge::gsddmm", mutates_args=())
+def sddmm_op(arrays: list[Tensor], lhs: Tensor, rhs: Tensor, op: str, lhs_target: str,
+             rhs_target: str, backend: str) -> Tensor:
+    """out [E, *F] = op(lhs[lhs_target(e)], rhs[rhs_target(e)]) for binary ops."""
+    num_edges = arrays[SRC].shape[0]
+    kernel = KERNELS[("gsddmm", backend)]
+    return kernel(_target_rows(arrays, lhs_target, num_edges, lhs.device),
+                  _target_rows(arrays, rhs_target, num_edges, lhs.device), lhs, rhs, op)
+
+
+@sddmm_op.register_fake
+def _(arrays, lhs, rhs, op, lhs_target, rhs_target, backend):
+    out_shape = output_feature_shape(op, _shape(lhs), _shape(rhs))
+    return lhs.new_empty((arrays[SRC].shape[0], *out_shape), dtype=_dtype(lhs, rhs))
+
+
+def _sddmm_setup(ctx, inputs, output):
+    arrays, lhs, rhs, op, lhs_target, rhs_target, backend = inputs
+    ctx.op, ctx.backend = op, backend
+    ctx.targets = (lhs_target, rhs_target)
+    ctx.shapes = (_shape(lhs), _shape(rhs))
+    keep = op in ("mul", "dot")
+    ctx.save_for_backward(*arrays, lhs if keep else None, rhs if keep else None)
+
+
+def _sddmm_backward(ctx, grad_out):
+    *arrays, lhs, rhs = ctx.saved_tensors
+    lhs_target, rhs_target = ctx.targets
+    grad_lhs = grad_rhs = None
+    if ctx.needs_input_grad[1]:
+        grad = _operand_grad(ctx, arrays, grad_out, rhs, lhs_target, rhs_target)
+        grad_lhs = reduce_to_shape(grad, ctx.shapes[0])
+    if ctx.needs_input_grad[2]:
+        grad = _operand_grad(ctx, arrays, grad_out, lhs, rhs_target, lhs_target)
+        grad_rhs = reduce_to_shape(grad, ctx.shapes[1])
+    return [None] * 8, grad_lhs, grad_rhs, None, None, None, None
+
+
+def _operand_grad(ctx, arrays, grad_out, other, target, other_target):
+    """Gradient of one operand of add/mul/dot (both commute), in broadcast feature shape.
+
+    Edge-level gradients are summed onto the operand's nodes by a g-SpMM over the graph
+    whose destinations are that operand's target: the graph itself for 'v', its reverse
+    for 'u'.
+    """
+    backend = ctx.backend
+    if target == "e":
+        if ctx.op == "add":
+            return grad_out
+        return sddmm_op(arrays, grad_out, other, "mul", "e", other_target, backend)
+    graph = arrays if target == "v" else reverse_arrays(arrays)
+    if ctx.op == "add":
+        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0]
+    if other_target == target:
+        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0] * other
+    if other_target == "e":
+        return spmm_op(graph, None, grad_out * other, "copy_rhs", "sum", backend, False)[0]
+    return spmm_op(graph, other, grad_out, "mul", "sum", backend, False)[0]
+
+
+sddmm_op.register_autograd(_sddmm_backward, setup_context=_sddmm_setup)

@@ -1,0 +1,96 @@
+"""`gnnforge plan`: explain the enumerated compositions, or profile this machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+DESCRIPTION = "composition planner: explain layer plans (--explain) or profile cost models"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from gnnforge.plan._explain import LAYER_EXPRESSIONS
+
+    parser.add_argument("--explain", action="store_true",
+                        help="print every enumerated tree, its primitives and pruning verdict")
+    parser.add_argument("--layer", choices=sorted(LAYER_EXPRESSIONS), action="append",
+                        help="layer(s) to explain (default: all)")
+    parser.add_argument("--kept-only", action="store_true", help="hide dropped trees")
+    sub = parser.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
+    profile = sub.add_parser("profile", help="time primitives here and fit cost models",
+                             description="Time every primitive on the profile graphs x widths, "
+                             "report held-out-graph prediction error, write the models.")
+    profile.add_argument("--out", type=Path, default=None,
+                         help="models folder (default: the package's gnnforge/plan/models)")
+    profile.add_argument("--records", type=Path, default=None,
+                         help="also write the raw timings (JSON) here")
+    profile.add_argument("--from-records", type=Path, default=None,
+                         help="skip timing: fit from a JSON written by --records")
+    profile.add_argument("--widths", type=int, nargs="+", default=None)
+    profile.add_argument("--repeats", type=int, default=3)
+    profile.add_argument("--threads", type=int, default=1,
+                         help="torch/numba threads while timing (the models are valid for it)")
+    profile.add_argument("--quick", action="store_true",
+                         help="only the small generated graphs (a smoke run, minutes)")
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from gnnforge.plan._explain import LAYER_EXPRESSIONS, explain
+
+    for name in args.layer or sorted(LAYER_EXPRESSIONS):
+        print(f"==== {name}")
+        print(explain(LAYER_EXPRESSIONS[name](), show_dropped=not args.kept_only))
+        print()
+    return 0
+
+
+_HELD_OUT = ("rmat-s13", "grid-60", "sbm-8x1000", "mycielski-9", "github-sub")
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from gnnforge.plan._cost import MODELS_DIR
+    from gnnforge.plan._profile import ProfileConfig, collect, fit, held_out_errors, limit_threads
+    from gnnforge.plan._suite import profile_graphs
+
+    limit_threads(args.threads)
+    start = time.perf_counter()
+    if args.from_records is not None:
+        records = json.loads(args.from_records.read_text())
+    else:
+        config = ProfileConfig(repeats=args.repeats,
+                               **({"widths": tuple(args.widths)} if args.widths else {}))
+        graphs = list(profile_graphs())
+        if args.quick:
+            graphs = [g for g in graphs if g[2].num_edges < 60_000]
+        records = collect(graphs, config)
+        if args.records is not None:
+            args.records.write_text(json.dumps(records))
+    errors = held_out_errors(records, _HELD_OUT)
+    model = fit(records)
+    model.info = {"records": len(records), "graphs": sorted({r["graph"] for r in records}),
+                  "held_out_graphs": list(_HELD_OUT), "held_out_errors": errors,
+                  "command": "gnnforge plan " + " ".join(sys.argv[2:]) if len(sys.argv) > 2
+                  else "gnnforge plan profile",
+                  "torch_threads": args.threads}
+    out = args.out or MODELS_DIR
+    model.save(out)
+    print(f"{len(records)} timings on {len(model.info['graphs'])} graphs in "
+          f"{time.perf_counter() - start:.0f} s; models written to {out}")
+    print(f"held-out graphs: {', '.join(_HELD_OUT)}")
+    print(f"{'primitive':14s} {'calls':>6s} {'median err':>11s} {'mean err':>9s} {'<=1.5x':>7s}")
+    for name, e in errors.items():
+        print(f"{name:14s} {e['calls']:6d} {e['median_rel_error']:10.1%} "
+              f"{e['mean_rel_error']:9.1%} {e['within_1_5x']:7.1%}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.plan_command == "profile":
+        return _profile(args)
+    if args.explain:
+        return _explain(args)
+    print("gnnforge plan: give --explain or the profile subcommand (see --help)", file=sys.stderr)
+    return 2

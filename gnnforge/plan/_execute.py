@@ -1,0 +1,172 @@
+"""Run a composition: evaluate its tree on a graph, each shared sub-tree once.
+
+Values are laid out node-major, `[rows, heads, cols]` (the layout of DGL's per-head
+features), so every sparse step is one `gnnforge.ops` call with DGL broadcasting:
+edge weights `[E, H, 1]` against features `[N, H or 1, C]`. Weight leaves arrive as
+`[heads, K, C]`. Everything is differentiable through the ops' registered backwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from gnnforge import ops
+from gnnforge.plan._ir import Node
+from gnnforge.plan._primitives import Composition, is_dynamic_propagation
+
+__all__ = ["Structure", "evaluate", "gcn_structure"]
+
+
+@dataclass(frozen=True)
+class Structure:
+    """A graph prepared for a layer: the kernel-protocol object and GCN's D^-1/2 factors.
+
+    Attributes:
+        graph: any object with num_src_nodes/num_dst_nodes/coo/csr/csc.
+        inv_sqrt_src: [Ns] float, d_u^-1/2 of each source (0 where d_u = 0), or None.
+        inv_sqrt_dst: [Nd] float, d_v^-1/2 of each destination, or None.
+    """
+
+    graph: Any
+    inv_sqrt_src: Tensor | None = None
+    inv_sqrt_dst: Tensor | None = None
+
+
+def _inv_sqrt(degree: Tensor, dtype: torch.dtype) -> Tensor:
+    out = degree.to(dtype).pow(-0.5)
+    return out.masked_fill(torch.isinf(out), 0.0)
+
+
+def gcn_structure(graph: Any, dtype: torch.dtype, symmetric: bool) -> Structure:
+    """GCN's degree factors: in-degree on both sides for a square graph (PyG's gcn_norm);
+    out-degree of sources and in-degree of destinations for a bipartite block."""
+    src, dst = graph.coo()
+    in_degree = torch.bincount(dst, minlength=graph.num_dst_nodes)
+    out_degree = in_degree if symmetric else torch.bincount(src, minlength=graph.num_src_nodes)
+    return Structure(graph, _inv_sqrt(out_degree, dtype), _inv_sqrt(in_degree, dtype))
+
+
+def _rows(tensor: Tensor) -> Tensor:
+    return tensor.reshape(-1, 1, 1)
+
+
+class _Evaluator:
+    def __init__(self, composition: Composition, structure: Structure,
+                 leaves: dict[str, Tensor]) -> None:
+        self.norm = composition.norm
+        self.structure = structure
+        self.graph = structure.graph
+        self.leaves = leaves
+        self.memo: dict[Node, Tensor] = {}
+        self.unscaled: dict[Node, Tensor] = {}  # dynamic Â: A (D^-1/2 M) before the left factor
+        self._edge_norm: Tensor | None = None
+
+    def value(self, node: Node) -> Tensor:
+        if node not in self.memo:
+            self.memo[node] = getattr(self, "_" + node.op)(node)
+        return self.memo[node]
+
+    def _leaf(self, node: Node) -> Tensor:
+        kind, name = node.attr("kind"), node.attr("name")
+        if kind == "ones":
+            return torch.ones(self.graph.num_src_nodes, 1, 1, dtype=self.leaves["X"].dtype,
+                              device=self.leaves["X"].device)
+        if kind == "dense":
+            return self.leaves[name].unsqueeze(1)                          # [N, 1, F]
+        return self.leaves[name]                                          # [H, K, C]
+
+    def _dst_rows(self, node: Node) -> Tensor:
+        return self.value(node.inputs[0])[: self.graph.num_dst_nodes]
+
+    def _add(self, node: Node) -> Tensor:
+        values = [self.value(t) for t in node.inputs]
+        out = values[0]
+        for v in values[1:]:
+            out = out + v
+        return out
+
+    def _affine(self, node: Node) -> Tensor:
+        return self.value(node.inputs[0]) + self.value(node.inputs[1]).transpose(0, 1)
+
+    def _affine_rows(self, node: Node) -> Tensor:
+        m, rows, bias = (self.value(i) for i in node.inputs)
+        return m + rows * bias.transpose(0, 1)
+
+    def _attention(self, node: Node) -> Tensor:
+        score_src, score_dst = (self.value(i) for i in node.inputs[1:])  # [Ns|Nd, H, 1]
+        logits = ops.gsddmm(self.graph, "add", score_src, score_dst, "u", "v")  # [E, H, 1]
+        logits = F.leaky_relu(logits, node.attr("negative_slope"))
+        return ops.edge_softmax(self.graph, logits)
+
+    def _attention_v2(self, node: Node) -> Tensor:
+        h_src, h_dst, att = (self.value(i) for i in node.inputs[1:])
+        pair = ops.gsddmm(self.graph, "add", h_src, h_dst, "u", "v")           # [E, H, D]
+        pair = F.leaky_relu(pair, node.attr("negative_slope"))
+        logits = (pair * att[:, :, 0]).sum(dim=-1, keepdim=True)                # [E, H, 1]
+        return ops.edge_softmax(self.graph, logits)
+
+    def _matmul(self, node: Node) -> Tensor:
+        left, right = node.inputs
+        if left.kind == "normadj":
+            return self._normadj_matmul(node)
+        if left.kind == "adjacency":
+            return ops.copy_u_sum(self.graph, self.value(right))
+        if left.kind in ("attention", "attention_v2"):
+            return ops.u_mul_e_sum(self.graph, self.value(right), self.value(left))
+        return _dense_matmul(self.value(left), self.value(right), left.kind == "weight")
+
+    # Â M for the two realisations of D^-1/2 A D^-1/2.
+    def _normadj_matmul(self, node: Node) -> Tensor:
+        if self.norm == "precompute":
+            return ops.u_mul_e_sum(self.graph, self.value(node.inputs[1]),
+                                   self._norm_edge_weights())
+        return self._unscaled(node) * _rows(self.structure.inv_sqrt_dst)
+
+    def _unscaled(self, node: Node) -> Tensor:
+        """A (D^-1/2 M): dynamic Â before its left factor, which a consumer may fuse."""
+        if node not in self.unscaled:
+            right = node.inputs[1]
+            if is_dynamic_propagation(right, self.norm):
+                # D^-1/2 D^-1/2 between two hops: one row scaling by the product.
+                scale = self.structure.inv_sqrt_dst * self.structure.inv_sqrt_src
+                scaled = self._unscaled(right) * _rows(scale)
+            else:
+                scaled = self.value(right) * _rows(self.structure.inv_sqrt_src)
+            self.unscaled[node] = ops.copy_u_sum(self.graph, scaled)
+        return self.unscaled[node]
+
+    def _norm_edge_weights(self) -> Tensor:
+        if self._edge_norm is None:  # the SDDMM w_e = d_u^-1/2 d_v^-1/2, once per run
+            self._edge_norm = ops.gsddmm(self.graph, "mul", self.structure.inv_sqrt_src,
+                                         self.structure.inv_sqrt_dst, "u", "v")  # [E, 1]
+        return self._edge_norm
+
+
+def _dense_matmul(left: Tensor, right: Tensor, left_is_weight: bool) -> Tensor:
+    if left_is_weight:
+        return torch.matmul(left, right)                                  # [H, K, C]
+    rows, heads, inner = left.shape
+    right_heads, _, cols = right.shape
+    if heads == 1:  # one GEMM against the heads laid side by side
+        flat = right.permute(1, 0, 2).reshape(inner, right_heads * cols)
+        return (left.reshape(rows, inner) @ flat).reshape(rows, right_heads, cols)
+    if right_heads == 1:
+        return left @ right[0]
+    return torch.einsum("nhk,hkc->nhc", left, right)                      # H GEMMs
+
+
+def evaluate(composition: Composition, structure: Structure,
+             leaves: dict[str, Tensor]) -> Tensor:
+    """Value of `composition` on `structure`, `[rows, heads, cols]`.
+
+    Args:
+        composition: the plan to run.
+        structure: the prepared graph (`gcn_structure` when the tree uses Â).
+        leaves: tensors by leaf name: dense `X` `[Ns, I]`, weights `[heads, K, C]`.
+    """
+    return _Evaluator(composition, structure, leaves).value(composition.tree)

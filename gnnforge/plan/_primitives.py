@@ -1,0 +1,141 @@
+"""Mapping rules from IR nodes to the primitives that execute them, and compositions.
+
+A composition is one association tree plus how `Â` is realised: `precompute` builds the
+normalised edge values once with an SDDMM and aggregates with a weighted SpMM;
+`dynamic` scales rows before and after an unweighted SpMM (the D^-1/2 factors applied
+to the features instead of the edges). Mixing the two inside one tree pays the SDDMM
+and still scales rows, so a composition uses one realisation throughout.
+
+Primitive sizes are products of symbols (`("E", "H")`), bound to numbers by `bind`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gnnforge.plan._ir import Dim, Node, render, subtrees
+
+__all__ = ["NORM_MODES", "PRIMITIVES", "Composition", "Primitive", "bind",
+           "is_dynamic_propagation", "primitives"]
+
+NORM_MODES = ("precompute", "dynamic")
+# Every primitive the cost models know; sizes each takes (all products of symbols).
+PRIMITIVES = {
+    "gemm": ("m", "k", "n", "batch"),         # batch x ([m, k] @ [k, n])
+    "spmm_u": ("f",),                         # sum_u x_u over in-edges, width f
+    "spmm_w": ("f",),                         # sum_u w_e x_u, fixed edge weights
+    "spmm_att": ("f", "heads"),               # sum_u a_e,h x_u,h, learned per-head weights
+    "sddmm": ("f",),                          # per-edge op of x_u and y_v, width f
+    "edge_softmax": ("heads",),               # softmax over each node's in-edges
+    "rowbcast": ("rows", "f"),                # diag(d) X: scale each row
+    "elementwise": ("count",),                # one pass over `count` values
+}
+
+Size = tuple[Dim, ...]  # a product of symbols and ints
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One primitive call: its name and sizes (each a product of symbols)."""
+
+    name: str
+    sizes: tuple[tuple[str, Size], ...]
+
+    def __str__(self) -> str:
+        text = ", ".join(f"{k}={'*'.join(map(str, v))}" for k, v in self.sizes)
+        return f"{self.name}({text})"
+
+
+@dataclass(frozen=True)
+class Composition:
+    """One executable plan of a layer: an association `tree` and the `Â` realisation."""
+
+    tree: Node
+    norm: str | None = None  # "precompute" | "dynamic" | None (no Â in the tree)
+
+    def __str__(self) -> str:
+        return render(self.tree) + (f"  [Â {self.norm}]" if self.norm else "")
+
+
+def _prim(name: str, **sizes: Size) -> Primitive:
+    return Primitive(name, tuple(sorted(sizes.items())))
+
+
+def _width(node: Node) -> Size:
+    return tuple(d for d in (node.shape[0], node.shape[2]) if d != 1) or (1,)
+
+
+def is_dynamic_propagation(node: Node, norm: str | None) -> bool:
+    """True for Â @ M realised dynamically: its left D^-1/2 can fuse into a consumer."""
+    return norm == "dynamic" and node.op == "matmul" and node.inputs[0].kind == "normadj"
+
+
+def _matmul_rule(node: Node, norm: str | None, value_used: bool) -> list[Primitive]:
+    left, right = node.inputs
+    heads, rows, _ = node.shape
+    if left.kind in ("dense", "ones", "weight"):
+        if right.shape[0] == left.shape[0] or left.shape[0] == 1 and right.shape[0] == 1:
+            batch = left.shape[0]  # H separate products, or a single one
+            return [_prim("gemm", m=(left.shape[1],), k=(left.shape[2],),
+                          n=(right.shape[2],), batch=(batch,))]
+        # [1, N, K] @ [H, K, C]: one GEMM against the heads laid side by side
+        return [_prim("gemm", m=(left.shape[1],), k=(left.shape[2],),
+                      n=(right.shape[0], right.shape[2]), batch=(1,))]
+    width = _width(node)
+    if left.kind == "adjacency":
+        return [_prim("spmm_u", f=width)]
+    if left.kind == "normadj":
+        if norm == "dynamic":
+            out = [_prim("spmm_u", f=width)]
+            # D^-1/2 on the right fuses with a dynamic inner hop's left D^-1/2 (one scaling);
+            # the left D^-1/2 runs only when a consumer needs this hop's scaled value.
+            out.append(_prim("rowbcast", rows=(right.shape[1],), f=width))
+            if value_used:
+                out.append(_prim("rowbcast", rows=(rows,), f=width))
+            return out
+        return [_prim("spmm_w", f=width)]
+    return [_prim("spmm_att", f=width, heads=(heads,))]
+
+
+def _node_rule(node: Node, norm: str | None, value_used: bool) -> list[Primitive]:
+    """The explicit mapping table: which primitives execute this node."""
+    if node.op in ("leaf", "dst_rows"):
+        return []  # inputs, and a row slice that is a view
+    if node.op == "matmul":
+        return _matmul_rule(node, norm, value_used)
+    if node.op == "add":
+        return [_prim("elementwise", count=(node.shape[1], *_width(node)))
+                for _ in node.inputs[1:]]
+    if node.op in ("affine", "affine_rows"):
+        return [_prim("elementwise", count=(node.shape[1], *_width(node)))]
+    if node.op == "attention":  # el_u + er_v per edge and head, LeakyReLU, softmax
+        return [_prim("sddmm", f=(node.shape[0],)), _prim("edge_softmax", heads=(node.shape[0],))]
+    if node.op == "attention_v2":  # h_u + h_v per edge [E, H, D], LeakyReLU, dot with a
+        width = _width(node.inputs[1])
+        return [_prim("sddmm", f=width), _prim("elementwise", count=("E", *width)),
+                _prim("edge_softmax", heads=(node.shape[0],))]
+    raise ValueError(f"no primitive rule for op {node.op!r}")
+
+
+def primitives(composition: Composition) -> list[Primitive]:
+    """The primitives one run of `composition` executes, each shared sub-tree once (CSE)."""
+    out: list[Primitive] = []
+    nodes = subtrees(composition.tree)
+    if composition.norm == "precompute" and any(n.kind == "normadj" for n in nodes):
+        out.append(_prim("sddmm", f=(1,)))  # w_e = d_v^-1/2 d_u^-1/2, once per run
+    needed = {composition.tree}  # nodes whose own (scaled) value some consumer reads
+    for node in nodes:
+        fused = is_dynamic_propagation(node, composition.norm)
+        needed.update(i for i in node.inputs
+                      if not (fused and is_dynamic_propagation(i, composition.norm)))
+    for node in nodes:
+        if node.kind == "weight" and node.op == "matmul":
+            continue  # parameters only (W a): O(I x D) work independent of the graph
+        out.extend(_node_rule(node, composition.norm, node in needed))
+    return out
+
+
+def bind(size: Size, values: dict[str, float]) -> float:
+    """Multiply out a symbolic size; raises KeyError naming an unbound symbol."""
+    return math.prod(values[d] if isinstance(d, str) else d for d in size)

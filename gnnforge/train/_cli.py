@@ -1,0 +1,142 @@
+"""`gnnforge train`: train a GNN; with no arguments, a GIN on RDKit's NCI molecules (TPSA)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from gnnforge.train._config import NODE_MODES, SAMPLERS, TASKS, ConfigError, TrainConfig
+
+DESCRIPTION = ("train a GNN (default: GIN regressing TPSA on RDKit's NCI molecules with "
+               "fixed-shape packed batches)")
+
+_HELP = {
+    "task": f"what to train: {', '.join(TASKS)} (default graph)",
+    "dataset": "graph: nci-tpsa (default) or a labelled molecule source/CSV; "
+               "node: pubmed (default), cora, citeseer, sbm",
+    "epochs": "maximum number of epochs", "lr": "Adam learning rate",
+    "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
+    "dropout": "dropout probability", "seed": "seed for model init, splits and batch order",
+    "patience": "early stopping: epochs without validation improvement (0: off)",
+    "out_dir": "folder for checkpoint.pt, metrics.csv and metrics.json",
+    "checkpoint_every": "also checkpoint every N steps within an epoch (0: epoch ends only)",
+    "resume": "continue from OUT_DIR/checkpoint.pt exactly where it stopped",
+    "progress": "show tqdm progress bars",
+    "threads": "torch intra-op threads",
+    "batch_graphs": "graph task: average graphs per fixed-shape batch",
+    "limit": "graph task: use only the first N molecules (0: all)",
+    "pool": "graph task: readout, sum or mean",
+    "mode": f"node task: {' or '.join(NODE_MODES)}-graph training",
+    "model": "node task: sage or gcn layers",
+    "sampler": f"node task, --mode sampled: {' or '.join(SAMPLERS)} (default neighbor)",
+    "fanouts": "node task, --mode sampled: neighbours per layer, e.g. 10,10,10",
+    "batch_size": "node task, --mode sampled: seed nodes per minibatch",
+    "dependent": "node task, --mode sampled: dependent minibatches sharing variates over K "
+                 "consecutive batches (0: independent)",
+    "cache_size": "node task, --mode sampled: feature cache rows (0: no cache)",
+}
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") \
+            from error
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE.toml",
+                        help="TOML file with the same keys (top level or under [train]); "
+                             "flags override it")
+    defaults = TrainConfig()
+    for name, value in defaults.to_dict().items():
+        flag = "--" + name.replace("_", "-")
+        if name == "step_delay":
+            parser.add_argument(flag, type=float, default=None, help=argparse.SUPPRESS)
+        elif isinstance(value, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                                help=f"{_HELP[name]} (default {value})")
+        elif isinstance(value, list):
+            parser.add_argument(flag, type=_int_list, default=None,
+                                help=f"{_HELP[name]} (default {','.join(map(str, value))})")
+        else:
+            kind = type(value) if value is not None else str
+            parser.add_argument(flag, type=kind, default=None,
+                                help=f"{_HELP[name]} (default {value})")
+
+
+def build_task(config: TrainConfig) -> Any:
+    """The task object for `config.task` (imports only what that task needs)."""
+    if config.task == "graph":
+        from gnnforge.train._graph_task import GraphTask
+
+        return GraphTask(config)
+    if config.task == "node":
+        from gnnforge.train._node_task import NodeTask
+
+        return NodeTask(config)
+    raise ConfigError(f"build_task: no engine task for --task {config.task}")
+
+
+# TrainConfig field -> VarMisuseConfig field, for the options the user set explicitly (the
+# VarMisuse runner keeps its own defaults, e.g. 3 epochs, otherwise).
+_VARMISUSE_FIELDS = {"epochs": "epochs", "hidden": "hidden", "lr": "lr", "seed": "seed",
+                     "progress": "progress", "layers": "num_steps", "dataset": "root",
+                     "limit": "max_files"}
+
+
+def run_varmisuse_task(config: TrainConfig, explicit: set[str]) -> int:
+    """`--task varmisuse`: the banded work's VarMisuse runner (GGNN, sparse and banded)."""
+    from gnnforge.train._varmisuse import VarMisuseConfig, format_results, run_varmisuse
+
+    unsupported = sorted(explicit & {"resume", "checkpoint_every", "patience", "dropout",
+                                     "weight_decay", "batch_graphs", "pool"})
+    if unsupported:
+        raise ConfigError(f"--task varmisuse does not take {unsupported}: its runner trains "
+                          "in one pass without checkpoints; see docs/banded.md")
+    options = {_VARMISUSE_FIELDS[k]: getattr(config, k) for k in explicit
+               if k in _VARMISUSE_FIELDS}
+    results = run_varmisuse(VarMisuseConfig(**options))
+    print(results["corpus"], results["examples"], sep="\n")
+    print(format_results(results))
+    print(f"{results['seconds']:.0f} s, world size {results['world_size']}")
+    return 0
+
+
+def set_threads(threads: int) -> None:
+    """Use `threads` threads in torch and in numba (the compiled kernels' pool).
+
+    Both pools spin while waiting for work; on a shared 2-core machine an idle-spinning
+    numba pool slowed every torch op beside it by 10-40x in our measurements.
+    """
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        import numba
+    except ImportError:
+        return
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def run(args: argparse.Namespace) -> int:
+    from gnnforge.train._config import _read_toml, load_config
+    from gnnforge.train._engine import fit
+
+    overrides = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
+    try:
+        config = load_config(overrides, args.config)
+        set_threads(config.threads)
+        if config.task == "varmisuse":
+            explicit = {k for k, v in overrides.items() if v is not None and k != "task"}
+            if args.config is not None:
+                explicit |= set(_read_toml(args.config)) - {"task"}
+            return run_varmisuse_task(config, explicit)
+        task = build_task(config)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"gnnforge train: error: {error}", file=sys.stderr)
+        return 2
+    fit(config, task)
+    return 0

@@ -1,0 +1,222 @@
+"""The training loop shared by every task: steps, evaluation, checkpoints, resume, logs.
+
+A task supplies the data and the model (see `Task`); this loop owns the optimiser, the
+random state and the files. Resuming is exact because everything a step depends on is a
+function of what the checkpoint holds: the epoch's batch order is drawn from
+(seed, epoch), sampler generators and the global RNGs are saved after the last finished
+step, and so are the running sums of the epoch's metrics.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from gnnforge.train._checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint
+from gnnforge.train._config import TrainConfig
+from gnnforge.train._log import format_table, write_metrics
+
+__all__ = ["Task", "fit"]
+
+CHECKPOINT = "checkpoint.pt"
+
+
+class Task(Protocol):
+    """What a task gives the loop. Batch order must depend only on (seed, epoch)."""
+
+    name: str
+    metric: str                 # validation metric used for early stopping, e.g. 'val_mae'
+    higher_is_better: bool
+    items: str                  # what a step trains on: 'graphs' or 'nodes'
+
+    def build_model(self) -> nn.Module: ...
+    def start_epoch(self, epoch: int) -> int: ...           # number of batches this epoch
+    def batch(self, index: int) -> Any: ...
+    def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]: ...
+    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]: ...
+    def epoch_stats(self) -> dict[str, float]: ...
+    def describe(self) -> list[tuple[str, Any]]: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class _Progress:
+    """Where the run stands; saved in every checkpoint."""
+
+    epoch: int = 0
+    step: int = 0               # finished steps within `epoch`
+    loss_sum: float = 0.0       # sum of (mean batch loss x items) over finished steps
+    items: int = 0
+    seconds: float = 0.0        # training time spent in `epoch` so far
+    best: float | None = None
+    best_epoch: int = -1
+    bad_epochs: int = 0
+    stopped_early: bool = False
+
+
+def _distributed() -> tuple[int, int]:
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, 1
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
+    """Train `task` as `config` says; returns the summary (also written to metrics.json)."""
+    rank, world = _distributed()
+    out_dir = Path(config.out_dir)
+    torch.manual_seed(config.seed)
+    model = task.build_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
+                                 weight_decay=config.weight_decay)
+    progress, history, best_state = _Progress(), [], None
+    path = out_dir / CHECKPOINT
+    if config.resume and path.exists():
+        progress, history, best_state = _resume(path, model, optimizer, task, config)
+        if rank == 0:
+            printer(f"resumed from {path}: epoch {progress.epoch + 1}, step {progress.step}")
+    elif config.resume and rank == 0:
+        printer(f"--resume: no checkpoint at {path}; starting from scratch")
+    trained = model
+    if world > 1:
+        trained = nn.parallel.DistributedDataParallel(model)
+    saver = _Saver(path, model, optimizer, task, config, rank)
+
+    while progress.epoch < config.epochs and not progress.stopped_early:
+        _train_epoch(config, task, trained, optimizer, progress, saver, history, best_state,
+                     rank, world)
+        row = _finish_epoch(config, task, model, progress, history)
+        if progress.best_epoch == progress.epoch:
+            best_state = copy.deepcopy(model.state_dict())
+        if rank == 0:
+            printer(_epoch_line(row, config.epochs))
+        progress.epoch, progress.step = progress.epoch + 1, 0
+        progress.loss_sum, progress.items, progress.seconds = 0.0, 0, 0.0
+        saver.save(progress, history, best_state)
+        if rank == 0:
+            write_metrics(out_dir, history)
+    summary = _summary(task, model, best_state, progress, history, config)
+    if rank == 0:
+        write_metrics(out_dir, history, summary)
+        printer(format_table(list(summary.items()), f"gnnforge train: {task.name}"))
+    return summary
+
+
+def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig):
+    state = load_checkpoint(path)
+    if state["config"].get("task") != config.task or state["config"].get("seed") != config.seed:
+        raise ValueError(f"--resume: {path} was written by task={state['config'].get('task')!r}"
+                         f" seed={state['config'].get('seed')}, not task={config.task!r} "
+                         f"seed={config.seed}; use another --out-dir")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    task.load_state_dict(state["task"])
+    restore_rng(state["rng"])
+    return _Progress(**state["progress"]), list(state["history"]), state["best_model"]
+
+
+class _Saver:
+    def __init__(self, path: Path, model, optimizer, task: Task, config: TrainConfig,
+                 rank: int) -> None:
+        self.path, self.model, self.optimizer, self.task = path, model, optimizer, task
+        self.config, self.rank = config, rank
+
+    def save(self, progress: _Progress, history: list, best_state) -> None:
+        if self.rank != 0:
+            return
+        save_checkpoint(self.path, {
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "progress": dict(progress.__dict__), "history": history,
+            "best_model": best_state, "task": self.task.state_dict(), "rng": capture_rng(),
+            "config": self.config.to_dict()})
+
+
+def _train_epoch(config, task, model, optimizer, progress, saver, history, best_state,
+                 rank, world) -> None:
+    num_batches = task.start_epoch(progress.epoch)
+    steps = num_batches // world  # every rank takes the same number of steps
+    model.train()
+    bar = tqdm(total=steps, initial=progress.step, disable=not config.progress or rank != 0,
+               desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
+    for step in range(progress.step, steps):
+        start = time.perf_counter()
+        batch = task.batch(step * world + rank)
+        loss, items = task.loss(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        progress.seconds += time.perf_counter() - start
+        progress.loss_sum += float(loss.detach()) * items
+        progress.items += items
+        progress.step = step + 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{progress.loss_sum / max(progress.items, 1):.4f}")
+        if config.checkpoint_every and progress.step % config.checkpoint_every == 0 \
+                and progress.step < steps:
+            saver.save(progress, history, best_state)
+        if config.step_delay:
+            time.sleep(config.step_delay)
+    bar.close()
+
+
+def _finish_epoch(config, task, model, progress, history) -> dict[str, Any]:
+    metrics = task.evaluate(model, "val")
+    row = {"epoch": progress.epoch + 1,
+           "train_loss": progress.loss_sum / max(progress.items, 1),
+           **metrics, **task.epoch_stats(),
+           "train_seconds": progress.seconds,
+           f"{task.items}_per_s": progress.items / max(progress.seconds, 1e-9)}
+    history.append(row)
+    value = metrics[task.metric]
+    improved = progress.best is None or (value > progress.best if task.higher_is_better
+                                         else value < progress.best)
+    if improved:
+        progress.best, progress.best_epoch, progress.bad_epochs = value, progress.epoch, 0
+    else:
+        progress.bad_epochs += 1
+        if config.patience and progress.bad_epochs >= config.patience:
+            progress.stopped_early = True
+    return row
+
+
+def _epoch_line(row: dict[str, Any], epochs: int) -> str:
+    parts = [f"epoch {row['epoch']:>3}/{epochs}"]
+    for key, value in row.items():
+        if key != "epoch":
+            parts.append(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}")
+    return "  ".join(parts)
+
+
+def _summary(task: Task, model, best_state, progress: _Progress, history: list,
+             config: TrainConfig) -> dict[str, Any]:
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    test = task.evaluate(model, "test")
+    seconds = sum(row["train_seconds"] for row in history)
+    items = sum(row[f"{task.items}_per_s"] * row["train_seconds"] for row in history)
+    summary: dict[str, Any] = {name: value for name, value in task.describe()}
+    summary.update({
+        "epochs run": len(history),
+        "stopped early": "yes" if progress.stopped_early else "no",
+        "best epoch": progress.best_epoch + 1,
+        f"best {task.metric}": progress.best,
+        **{f"final {k} (best epoch)": v for k, v in test.items()},
+        "train time (s)": seconds,
+        f"{task.items}/s (train)": items / max(seconds, 1e-9),
+    })
+    stats = [row for row in history]
+    for key in task.epoch_stats():
+        summary[key] = sum(r[key] for r in stats) / max(len(stats), 1)
+    return summary

@@ -1,0 +1,147 @@
+"""Graph property prediction on static-shape molecule batches with a GIN (OGB style)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from gnnforge.graph import Graph, GraphBatch
+from gnnforge.train._config import TrainConfig
+from gnnforge.train._packed_split import PackedSplit
+
+__all__ = ["GraphTask", "split_indices"]
+
+
+def split_indices(count: int, seed: int, fractions=(0.8, 0.1)) -> dict[str, list[int]]:
+    """A seeded random train/val/test split of range(count) (80/10/10 by default)."""
+    order = torch.randperm(count, generator=torch.Generator().manual_seed(seed)).tolist()
+    train_end = int(round(fractions[0] * count))
+    val_end = train_end + int(round(fractions[1] * count))
+    return {"train": order[:train_end], "val": order[train_end:val_end],
+            "test": order[val_end:]}
+
+
+def _load(config: TrainConfig) -> tuple[list[Graph], str]:
+    name = config.dataset or "nci-tpsa"
+    if name == "nci-tpsa":
+        from gnnforge.train._nci_tpsa import load_nci_tpsa
+
+        graphs, meta = load_nci_tpsa(limit=config.limit)
+        return graphs, meta["target"]
+    from gnnforge.data import load_molecules
+
+    graphs, meta = load_molecules(name, progress=config.progress)
+    if not meta["label_names"]:
+        raise ValueError(f"--dataset {name!r} has no label columns; graph property prediction "
+                         "needs targets (the default 'nci-tpsa' has them)")
+    if config.limit:
+        graphs = graphs[:config.limit]
+    return graphs, f"{', '.join(meta['label_names'])} from {meta['source']}"
+
+
+class GraphTask:
+    """Regression (standardised MSE, reported as MAE in target units) of graph targets `y`
+    (missing values masked by `y_mask` when present), or binary classification when every
+    target is 0 or 1 (BCE, reported as accuracy)."""
+
+    name = "graph property prediction (GIN, packed fixed-shape batches)"
+    items = "graphs"
+
+    def __init__(self, config: TrainConfig, graphs: list[Graph] | None = None,
+                 target: str = "") -> None:
+        if graphs is None:
+            graphs, target = _load(config)
+        if len(graphs) < 10:
+            raise ValueError(f"graph task: need at least 10 molecules, got {len(graphs)}")
+        self.config, self.graphs, self.target = config, graphs, target
+        self.splits = split_indices(len(graphs), config.seed)
+        y = torch.stack([g.graph_data["y"] for g in graphs])                 # [G, T]
+        mask = torch.stack([_label_mask(g) for g in graphs])
+        self.classification = bool(((y == 0) | (y == 1) | ~mask).all())
+        train_y = y[self.splits["train"]]
+        train_mask = mask[self.splits["train"]]
+        self.mean = (train_y * train_mask).sum(0) / train_mask.sum(0).clamp(min=1)
+        variance = (((train_y - self.mean) * train_mask) ** 2).sum(0) / \
+            train_mask.sum(0).clamp(min=1)
+        self.std = variance.sqrt().clamp(min=1e-6)
+        self.num_tasks = y.shape[1]
+        self.metric = "val_accuracy" if self.classification else "val_mae"
+        self.higher_is_better = self.classification
+        self.loaders = {split: PackedSplit(graphs, indices, config.batch_graphs,
+                                           seed=config.seed, shuffle=split == "train")
+                        for split, indices in self.splits.items()}
+        for split in ("val", "test"):
+            self.loaders[split].plan(0)
+
+    def build_model(self) -> nn.Module:
+        from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
+        from gnnforge.nn import MoleculeGIN
+
+        return MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=self.config.hidden,
+                           num_layers=self.config.layers, num_tasks=self.num_tasks,
+                           pool=self.config.pool, dropout=self.config.dropout)
+
+    def start_epoch(self, epoch: int) -> int:
+        return len(self.loaders["train"].plan(epoch))
+
+    def batch(self, index: int) -> GraphBatch:
+        return self.loaders["train"].batch(index)
+
+    def _targets(self, batch: GraphBatch) -> tuple[Tensor, Tensor]:
+        mask = batch.graph_data.get("y_mask")
+        mask = torch.ones_like(batch.graph_data["y"], dtype=torch.bool) if mask is None else mask
+        return batch.graph_data["y"], mask & batch.graph_mask.unsqueeze(1)   # [B, T] each
+
+    def loss(self, model: nn.Module, batch: GraphBatch) -> tuple[Tensor, int]:
+        prediction = model(batch)                                             # [B, T]
+        y, mask = self._targets(batch)
+        if self.classification:
+            errors = F.binary_cross_entropy_with_logits(prediction, y, reduction="none")
+        else:
+            errors = (prediction - (y - self.mean) / self.std) ** 2
+        count = mask.sum()
+        return (errors * mask).sum() / count.clamp(min=1), batch.num_real_graphs
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
+        model.eval()
+        loader = self.loaders[split]
+        total, count = 0.0, 0
+        for number in range(len(loader)):
+            batch = loader.batch(number)
+            prediction = model(batch)
+            y, mask = self._targets(batch)
+            if self.classification:
+                score = ((prediction > 0).to(y.dtype) == y).to(y.dtype)
+            else:
+                score = (prediction * self.std + self.mean - y).abs()
+            total += float((score * mask).sum())
+            count += int(mask.sum())
+        model.train()
+        name = "accuracy" if self.classification else "mae"
+        return {f"{split}_{name}": total / max(count, 1)}
+
+    def epoch_stats(self) -> dict[str, float]:
+        nodes, edges = self.loaders["train"].padding_fraction()
+        return {"node_padding": nodes, "edge_padding": edges}
+
+    def describe(self) -> list[tuple[str, Any]]:
+        loader = self.loaders["train"]
+        return [("dataset", self.config.dataset or "nci-tpsa"), ("target", self.target),
+                ("molecules (train/val/test)",
+                 "/".join(str(len(self.splits[s])) for s in ("train", "val", "test"))),
+                ("batch shape (nodes, edges, slots)", ", ".join(map(str, loader.shape)))]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # batch order is a function of (seed, epoch); nothing else is random
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+def _label_mask(graph: Graph) -> Tensor:
+    mask = graph.graph_data.get("y_mask")
+    return torch.ones_like(graph.graph_data["y"], dtype=torch.bool) if mask is None else mask

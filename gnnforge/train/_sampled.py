@@ -1,0 +1,84 @@
+"""Sampled minibatches for node classification: seeds, per-layer blocks, cached features.
+
+Batch order is `NodeSeeds`' (a function of seed and epoch). Independent minibatches draw
+their sampling key from one torch.Generator whose state the checkpoint carries; dependent
+minibatches (LABOR's kappa) take key number `epoch * steps + step` from `DependentKeys`,
+which is a pure function of the step. Either way a resumed run samples the same blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from gnnforge.graph import Graph
+from gnnforge.train._config import TrainConfig
+
+__all__ = ["SampledBatches"]
+
+
+class SampledBatches:
+    """Blocks for `NodeClassifier` from NS or LABOR over `graph`.
+
+    Each batch is (blocks, input_nodes, seeds): blocks input layer first, input_nodes the
+    [n] original ids whose features layer 0 reads, seeds the [b] labelled destinations.
+    """
+
+    def __init__(self, graph: Graph, config: TrainConfig) -> None:
+        from gnnforge.sampling import (DependentKeys, FeatureStore, LaborSampler,
+                                       NeighborSampler)
+
+        kind = config.sampler or "neighbor"
+        self.sampler = (LaborSampler(config.fanouts) if kind == "labor"
+                        else NeighborSampler(config.fanouts))
+        self.graph, self.config = graph, config
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.keys = DependentKeys(config.dependent, seed=config.seed) if config.dependent \
+            else None
+        self.store = (FeatureStore(graph.node_data["x"].float(), config.cache_size)
+                      if config.cache_size else None)
+        self._seeds: list[Tensor] = []
+        self._epoch = 0
+        self._edges = 0
+        self._batches = 0
+
+    def start_epoch(self, epoch: int, train_nodes: Tensor) -> int:
+        from gnnforge.sampling import NodeSeeds
+
+        seeds = NodeSeeds(train_nodes, self.config.batch_size, seed=self.config.seed)
+        seeds.set_epoch(epoch)
+        self._seeds, self._epoch = list(seeds), epoch
+        self._edges = self._batches = 0
+        if self.store is not None:
+            self.store.reset_stats()
+        return len(self._seeds)
+
+    def batch(self, index: int) -> tuple[list[Any], Tensor, Tensor]:
+        seeds = self._seeds[index]
+        if self.keys is not None:
+            key = self.keys[self._epoch * len(self._seeds) + index]
+            blocks = self.sampler.sample(self.graph, seeds, key=key)
+        else:
+            blocks = self.sampler.sample(self.graph, seeds, generator=self.generator)
+        self._edges += sum(block.num_edges for block in blocks)
+        self._batches += 1
+        return blocks, blocks[0].src_nodes, seeds
+
+    def features(self, x: Tensor, input_nodes: Tensor) -> Tensor:
+        """[n, F] input features of `input_nodes`, through the feature cache when enabled."""
+        return self.store.fetch(input_nodes) if self.store is not None else x[input_nodes]
+
+    def epoch_stats(self) -> dict[str, float]:
+        stats = {"sampled_edges_per_batch": self._edges / max(self._batches, 1)}
+        if self.store is not None:
+            stats["cache_miss_rate"] = self.store.miss_rate
+        return stats
+
+    def state_dict(self) -> dict[str, Any]:
+        # The feature cache changes only hit/miss counts, never values, so it is not saved.
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.generator.set_state(state["generator"])

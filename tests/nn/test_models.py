@@ -1,0 +1,72 @@
+"""MaskedBatchNorm1d equals BatchNorm1d on the real rows; MoleculeGIN and NodeClassifier
+ignore padding and agree between a full graph and blocks."""
+
+from __future__ import annotations
+
+import torch
+
+from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
+from gnnforge.graph import Graph, GraphBatch
+from gnnforge.nn import MaskedBatchNorm1d, MoleculeGIN, NodeClassifier
+
+
+def test_masked_batch_norm_equals_batch_norm_on_real_rows():
+    generator = torch.Generator().manual_seed(0)
+    ours, reference = MaskedBatchNorm1d(5), torch.nn.BatchNorm1d(5)
+    for step in range(3):
+        x = torch.randn(40, 5, generator=generator) * (step + 1)
+        mask = torch.rand(40, generator=generator) < 0.7
+        torch.testing.assert_close(ours(x, mask)[mask], reference(x[mask]))
+    torch.testing.assert_close(ours.running_mean, reference.running_mean)
+    torch.testing.assert_close(ours.running_var, reference.running_var)
+    ours.eval(), reference.eval()
+    x = torch.randn(8, 5, generator=generator)
+    torch.testing.assert_close(ours(x, torch.ones(8, dtype=torch.bool)), reference(x))
+
+
+def molecules(count: int, seed: int = 0) -> list[Graph]:
+    generator = torch.Generator().manual_seed(seed)
+    graphs = []
+    for index in range(count):
+        n = int(torch.randint(2, 9, (1,), generator=generator))
+        src = torch.arange(n - 1)
+        src, dst = torch.cat([src, src + 1]), torch.cat([src + 1, src])
+        x = torch.stack([torch.randint(0, d, (n,), generator=generator)
+                         for d in ATOM_FEATURE_DIMS], 1)
+        e = torch.stack([torch.randint(0, d, (src.numel(),), generator=generator)
+                         for d in BOND_FEATURE_DIMS], 1)
+        graphs.append(Graph(src, dst, n, node_data={"x": x}, edge_data={"edge_attr": e},
+                            graph_data={"y": torch.tensor([float(index)])}))
+    return graphs
+
+
+def test_molecule_gin_padding_never_changes_real_outputs():
+    graphs = molecules(6)
+    batch = GraphBatch.from_graphs(graphs)
+    padded = batch.pad(batch.num_nodes + 7, batch.num_edges + 9, batch.num_graphs + 3)
+    torch.manual_seed(0)
+    model = MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=16, num_layers=2)
+    # Training mode: batch statistics come from real nodes only.
+    torch.testing.assert_close(model(padded)[:6], model(batch), atol=1e-5, rtol=1e-5)
+    model.eval()
+    one_by_one = torch.cat([model(GraphBatch.from_graphs([g])) for g in graphs])
+    torch.testing.assert_close(model(padded)[:6], one_by_one, atol=1e-5, rtol=1e-5)
+
+
+def test_node_classifier_blocks_equal_full_graph_when_blocks_are_full():
+    graph = Graph(
+        torch.randint(0, 30, (120,), generator=torch.Generator().manual_seed(1)),
+        torch.randint(0, 30, (120,), generator=torch.Generator().manual_seed(2)), 30)
+    model = NodeClassifier(8, 16, 3, num_layers=2, dropout=0.0).eval()
+    x = torch.randn(30, 8)
+    full = model(graph, x)
+    torch.testing.assert_close(model([graph, graph], x), full)
+
+
+def test_feature_encoder_is_the_sum_of_column_embeddings():
+    from gnnforge.nn import FeatureEncoder
+
+    encoder = FeatureEncoder((3, 5, 2), 4)
+    features = torch.tensor([[0, 4, 1], [2, 0, 0], [1, 3, 1]])
+    expected = sum(encoder.embeddings[c](features[:, c]) for c in range(3))
+    torch.testing.assert_close(encoder(features), expected)

@@ -1,0 +1,34 @@
+"""Known answers for graph_features."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from gnnforge.graph import Graph
+from gnnforge.plan import graph_features
+
+
+def test_known_answer_star():
+    graph = Graph(torch.arange(1, 6), torch.zeros(5, dtype=torch.long), 6)  # 5 edges into node 0
+    f = graph_features(graph)
+    assert f["num_edges"] == 5 and f["num_dst_nodes"] == 6
+    assert f["density"] == pytest.approx(5 / 36)
+    assert f["degree_mean"] == pytest.approx(5 / 6) and f["degree_max"] == 5
+    std = math.sqrt(((5 - 5 / 6) ** 2 + 5 * (5 / 6) ** 2) / 6)
+    assert f["degree_std"] == pytest.approx(std)
+    assert f["degree_skew"] > 1.5  # one heavy row
+    assert f["frac_degree_over_4"] == pytest.approx(1 / 6) and f["frac_degree_over_16"] == 0
+
+
+def test_empty_and_edgeless_graphs():
+    for graph in (Graph([], [], 0), Graph([], [], 4)):
+        f = graph_features(graph)
+        assert f["num_edges"] == 0 and f["degree_std"] == 0 and f["degree_skew"] == 0
+
+
+def test_rejects_non_graphs():
+    with pytest.raises(TypeError, match="sampler block"):
+        graph_features([1, 2])
