@@ -27,10 +27,11 @@ def _no_index() -> Tensor:
     return torch.empty(0, dtype=torch.int64)
 
 
-# Below this many multiply-adds a call runs on the calling thread only: waking the
-# worker threads costs tens of microseconds idle and milliseconds on a loaded machine
-# (measured: 2 us single-threaded vs 3-30 ms parallel for a 6-edge graph under load).
-_PARALLEL_WORK = 2**16
+# Below this many multiply-adds (about a millisecond on one core) a call runs on the
+# calling thread only: waking the worker threads costs tens of microseconds on an idle
+# machine and whole scheduler slices on a loaded one (measured: 2 us single-threaded vs
+# 3-30 ms parallel for a 6-edge graph; Pubmed F=16 took 20 ms parallel under load).
+_PARALLEL_WORK = 2**21
 
 
 def _launch(kernel, rows: int, work: int, *args) -> None:
@@ -53,7 +54,7 @@ def _compute(tensor: Tensor) -> Tensor:
 
 
 def _rows(tensor: Tensor) -> Tensor:
-    return tensor.reshape(tensor.shape[0], -1)
+    return tensor.reshape(tensor.shape[0], math.prod(tensor.shape[1:]))
 
 
 def _scalar_weight_heads(lhs: Tensor, rhs: Tensor, out_shape: tuple[int, ...]) -> int | None:
@@ -73,30 +74,34 @@ def _scalar_weight_heads(lhs: Tensor, rhs: Tensor, out_shape: tuple[int, ...]) -
 
 
 def gspmm_cpu(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
-              rhs: Tensor | None, op: str, reduce: str) -> tuple[Tensor, Tensor, Tensor]:
+              rhs: Tensor | None, op: str, reduce: str,
+              record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """g-SpMM on CPU over CSR by destination; see `gnnforge.ops.gspmm` for the math.
 
     Returns:
         (out [M, *F], arg_lhs, arg_rhs): for max/min the [M, prod(F)] int64 source node
-        and edge id that won each output (-1 for rows without in-edges), else empty.
+        and edge id that won each output (-1 for rows without in-edges), else empty (also
+        for copy ops when not `record_args`).
     """
     num_rows = rowptr.numel() - 1
     if op in ("copy_lhs", "copy_rhs"):
         return _spmm_copy(rowptr, col if op == "copy_lhs" else eids,
-                          lhs if op == "copy_lhs" else rhs, op, reduce, num_rows)
+                          lhs if op == "copy_lhs" else rhs, op, reduce, num_rows, record_args)
     out_shape = output_feature_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
     dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     if op == "mul" and reduce in ("sum", "mean"):
         heads = _scalar_weight_heads(lhs, rhs, out_shape)
         if heads is not None:
             return _spmm_scaled(rowptr, col, eids, lhs, rhs, heads, reduce, num_rows, dtype)
-    return _spmm_general(rowptr, col, eids, lhs, rhs, op, reduce, num_rows, out_shape, dtype)
+    out, arg_lhs, arg_rhs = _spmm_general(rowptr, col, eids, lhs, rhs, op, reduce, num_rows,
+                                          out_shape, dtype)
+    return (out, arg_lhs, arg_rhs) if record_args else (out, _no_index(), _no_index())
 
 
-def _spmm_copy(rowptr, index, data, op, reduce, num_rows):
+def _spmm_copy(rowptr, index, data, op, reduce, num_rows, record_args):
     x = _rows(_compute(data))
     out = torch.empty(num_rows, x.shape[1], dtype=x.dtype)
-    extreme = reduce in ("max", "min")
+    extreme = reduce in ("max", "min") and record_args
     arg = torch.empty(num_rows, x.shape[1] if extreme else 0, dtype=torch.int64)
     if num_rows and x.shape[1]:
         _launch(kernels.spmm_copy, num_rows, index.numel() * x.shape[1], rowptr.numpy(),
@@ -108,7 +113,7 @@ def _spmm_copy(rowptr, index, data, op, reduce, num_rows):
 
 
 def _spmm_scaled(rowptr, col, eids, lhs, rhs, heads, reduce, num_rows, dtype):
-    x = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, -1)           # [N, H, D]
+    x = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, math.prod(lhs.shape[1:]) // heads)           # [N, H, D]
     weight = _compute(rhs.to(dtype)).reshape(rhs.shape[0], heads)
     weight = weight.index_select(0, eids.to(torch.int64)).contiguous()      # [nnz, H] CSR order
     out = torch.empty(num_rows, heads, x.shape[2], dtype=x.dtype)
@@ -170,8 +175,9 @@ def gsddmm_cpu(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
 
 def _sddmm_dot(lhs_row, rhs_row, lhs, rhs, out_shape, dtype):
     width = lhs.shape[-1]
-    left = _compute(lhs.to(dtype)).reshape(lhs.shape[0], -1, width)     # [N, H, D]
-    right = _compute(rhs.to(dtype)).reshape(rhs.shape[0], -1, width)
+    heads = math.prod(lhs.shape[1:-1])
+    left = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, width)   # [N, H, D]
+    right = _compute(rhs.to(dtype)).reshape(rhs.shape[0], heads, width)
     out = torch.empty(lhs_row.numel(), left.shape[1], dtype=left.dtype)
     if out.numel() and width:
         _launch(kernels.sddmm_dot, out.shape[0], out.numel() * width, lhs_row.numpy(),

@@ -48,19 +48,23 @@ def _dtype(lhs: Tensor | None, rhs: Tensor | None) -> torch.dtype:
 
 @torch.library.custom_op("gnnforge::gspmm", mutates_args=())
 def spmm_op(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str,
-            reduce: str, backend: str) -> tuple[Tensor, Tensor, Tensor]:
-    """(out [M, *F], arg_lhs, arg_rhs); see `_cpu.gspmm_cpu` for the arg contract."""
+            reduce: str, backend: str, record_args: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """(out [M, *F], arg_lhs, arg_rhs); see `_cpu.gspmm_cpu` for the arg contract.
+
+    record_args=False skips the max/min arg indices (empty outputs): a forward that no
+    gradient follows then runs a branch-free, vectorised max.
+    """
     kernel = KERNELS[("gspmm", backend)]
-    return kernel(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op, reduce)
+    return kernel(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op, reduce, record_args)
 
 
 @spmm_op.register_fake
-def _(arrays, lhs, rhs, op, reduce, backend):
+def _(arrays, lhs, rhs, op, reduce, backend, record_args):
     rows = arrays[ROWPTR].shape[0] - 1
     out_shape = output_feature_shape(op, _shape(lhs), _shape(rhs))
     operand = lhs if lhs is not None else rhs
     out = operand.new_empty((rows, *out_shape), dtype=_dtype(lhs, rhs))
-    width = math.prod(out_shape) if reduce in ("max", "min") else 0
+    width = math.prod(out_shape) if reduce in ("max", "min") and record_args else 0
     arg_lhs = operand.new_empty((rows if lhs is not None and width else 0, width),
                                 dtype=torch.int64)
     arg_rhs = operand.new_empty((rows if rhs is not None and width else 0, width),
@@ -71,7 +75,7 @@ def _(arrays, lhs, rhs, op, reduce, backend):
 
 
 def _spmm_setup(ctx, inputs, output):
-    arrays, lhs, rhs, op, reduce, backend = inputs
+    arrays, lhs, rhs, op, reduce, backend, *_ = inputs
     ctx.op, ctx.reduce, ctx.backend = op, reduce, backend
     ctx.lhs_shape, ctx.rhs_shape = _shape(lhs), _shape(rhs)
     ctx.lhs_rows = None if lhs is None else lhs.shape[0]
@@ -87,7 +91,7 @@ def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
         grad_lhs, grad_rhs = _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs)
     else:
         grad_lhs, grad_rhs = _sum_grads(ctx, arrays, grad_out, lhs, rhs)
-    return [None] * 8, grad_lhs, grad_rhs, None, None, None
+    return [None] * 8, grad_lhs, grad_rhs, None, None, None, None
 
 
 def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
@@ -99,9 +103,9 @@ def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     if ctx.needs_input_grad[1]:
         reverse = reverse_arrays(arrays)
         if op in ("copy_lhs", "add"):
-            grad = spmm_op(reverse, grad_out, None, "copy_lhs", "sum", backend)[0]
+            grad = spmm_op(reverse, grad_out, None, "copy_lhs", "sum", backend, False)[0]
         else:  # mul, dot: d lhs[u] = sum over out-edges of grad[v] * rhs[e]
-            grad = spmm_op(reverse, grad_out, rhs, "mul", "sum", backend)[0]
+            grad = spmm_op(reverse, grad_out, rhs, "mul", "sum", backend, False)[0]
         grad_lhs = reduce_to_shape(grad, ctx.lhs_shape)
     if ctx.needs_input_grad[2]:
         if op in ("copy_rhs", "add"):
@@ -127,15 +131,16 @@ def _scalar_groups(rhs_shape, lhs_shape) -> int | None:
 def _grouped_dot(arrays, lhs, grad_out, rhs_shape, backend):
     # d w[e, h] = <x[u, h, :], grad[v, h, :]>: a dot SDDMM, no E x D product materialised.
     heads = math.prod(rhs_shape)
-    left = lhs.reshape(lhs.shape[0], heads, -1)
-    right = grad_out.reshape(grad_out.shape[0], heads, -1)
+    width = math.prod(lhs.shape[1:]) // max(heads, 1)
+    left = lhs.reshape(lhs.shape[0], heads, width)
+    right = grad_out.reshape(grad_out.shape[0], heads, width)
     grad = sddmm_op(arrays, left, right, "dot", "u", "v", backend)   # [E, H, 1]
     return grad.reshape(grad.shape[0], *rhs_shape)
 
 
 def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     out_shape = tuple(grad_out.shape[1:])
-    grad_flat = grad_out.reshape(grad_out.shape[0], -1)                       # [M, K]
+    grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))                      # [M, K]
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1]:
         value = grad_flat
@@ -232,12 +237,12 @@ def _operand_grad(ctx, arrays, grad_out, other, target, other_target):
         return sddmm_op(arrays, grad_out, other, "mul", "e", other_target, backend)
     graph = arrays if target == "v" else reverse_arrays(arrays)
     if ctx.op == "add":
-        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend)[0]
+        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0]
     if other_target == target:
-        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend)[0] * other
+        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0] * other
     if other_target == "e":
-        return spmm_op(graph, None, grad_out * other, "copy_rhs", "sum", backend)[0]
-    return spmm_op(graph, other, grad_out, "mul", "sum", backend)[0]
+        return spmm_op(graph, None, grad_out * other, "copy_rhs", "sum", backend, False)[0]
+    return spmm_op(graph, other, grad_out, "mul", "sum", backend, False)[0]
 
 
 sddmm_op.register_autograd(_sddmm_backward, setup_context=_sddmm_setup)

@@ -74,7 +74,7 @@ def gspmm(graph, op: str, reduce: str, lhs: Tensor | None = None,
         op, rhs = _rewrite(op, rhs)
         need_grad = _needs_grad(lhs, rhs)
         arrays = _arrays(graph, choice.index_dtype, csc=need_grad, coo=need_grad)
-        out = spmm_op(arrays, lhs, rhs, op, reduce, choice.backend)[0]
+        out = spmm_op(arrays, lhs, rhs, op, reduce, choice.backend, need_grad)[0]
     return out.squeeze(-1) if squeeze else out
 
 

@@ -58,8 +58,8 @@ def spmm_copy(rowptr, index, x, out, arg, reduce, num_chunks):
     Args:
         rowptr: [M+1] row pointer. index: [nnz] row of `x` each entry reads (source node
             for copy_u, edge id for copy_e). x: [R, K]. out: [M, K], fully overwritten.
-        arg: [M, K] int64 for max/min (the row of x that won, -1 for empty rows), else
-            ignored. reduce: code from REDUCE_CODES.
+        arg: [M, K] int64 for max/min (the row of x that won, -1 for empty rows); [M, 0]
+            to skip recording. Ignored for sum/mean. reduce: code from REDUCE_CODES.
     """
     num_rows = out.shape[0]
     for chunk in prange(num_chunks):
@@ -92,6 +92,9 @@ def _sum_rows(rowptr, index, x, out, first, last, mean):
 
 @numba.njit(inline="always", **_JIT)
 def _extreme_rows(rowptr, index, x, out, arg, first, last, is_max):
+    if arg.shape[1] == 0:
+        _extreme_values(rowptr, index, x, out, first, last, is_max)
+        return
     width = out.shape[1]
     for v in range(first, last):
         start, end = rowptr[v], rowptr[v + 1]
@@ -111,6 +114,28 @@ def _extreme_rows(rowptr, index, x, out, arg, first, last, is_max):
                 if value > out[v, f] if is_max else value < out[v, f]:
                     out[v, f] = value
                     arg[v, f] = source
+
+
+@numba.njit(inline="always", **_JIT)
+def _extreme_values(rowptr, index, x, out, first, last, is_max):
+    """max/min without arg indices (no gradient follows): branch-free, so it vectorises."""
+    width = out.shape[1]
+    for v in range(first, last):
+        start, end = rowptr[v], rowptr[v + 1]
+        if end == start:
+            for f in range(width):
+                out[v, f] = 0
+            continue
+        source = index[start]
+        for f in range(width):
+            out[v, f] = x[source, f]
+        for j in range(start + 1, end):
+            source = index[j]
+            for f in range(width):
+                if is_max:
+                    out[v, f] = max(out[v, f], x[source, f])
+                else:
+                    out[v, f] = min(out[v, f], x[source, f])
 
 
 @numba.njit(parallel=True, **_JIT)

@@ -31,11 +31,12 @@ def _message(op, lhs, rhs, col, eids, start, end):
     left = None if lhs is None else lhs.index_select(0, col[start:end].long())
     right = None if rhs is None else rhs.index_select(0, eids[start:end].long())
     message = edge_message_ref(op, left, right)
-    return message.reshape(end - start, -1)  # [chunk, K]
+    return message.reshape(end - start, math.prod(message.shape[1:]))  # [chunk, K]
 
 
 def gspmm_torch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
-                rhs: Tensor | None, op: str, reduce: str) -> tuple[Tensor, Tensor, Tensor]:
+                rhs: Tensor | None, op: str, reduce: str,
+                record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """g-SpMM with PyTorch ops; same contract as `_cpu.gspmm_cpu`."""
     num_rows = rowptr.numel() - 1
     out_shape = output_feature_shape(op, None if lhs is None else tuple(lhs.shape[1:]),
@@ -61,6 +62,9 @@ def gspmm_torch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         index = row[start:end].unsqueeze(1).expand(-1, width)
         out.scatter_reduce_(0, index, _message(op, lhs, rhs, col, eids, start, end),
                             reduce="amax" if reduce == "max" else "amin")
+    if not record_args:
+        out[degree == 0] = 0
+        return out.reshape(num_rows, *out_shape), empty(), empty()
     winner = torch.full((num_rows, width), -1, dtype=torch.int64, device=device)
     for start, end in pieces:
         index = row[start:end].unsqueeze(1).expand(-1, width)
@@ -68,10 +72,16 @@ def gspmm_torch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         entry = torch.arange(start, end, device=device).unsqueeze(1).expand(-1, width)
         winner.scatter_reduce_(0, index, torch.where(hit, entry, -1), reduce="amax")
     out[degree == 0] = 0
-    found = winner.clamp(min=0)
-    arg_lhs = torch.where(winner >= 0, col.long()[found], -1) if lhs is not None else empty()
-    arg_rhs = torch.where(winner >= 0, eids.long()[found], -1) if rhs is not None else empty()
+    arg_lhs = _winner_ids(winner, col) if lhs is not None else empty()
+    arg_rhs = _winner_ids(winner, eids) if rhs is not None else empty()
     return out.reshape(num_rows, *out_shape), arg_lhs, arg_rhs
+
+
+def _winner_ids(winner: Tensor, ids: Tensor) -> Tensor:
+    """ids[winner] where a winner exists, -1 elsewhere (rows without in-edges)."""
+    if ids.numel() == 0:
+        return torch.full_like(winner, -1)
+    return torch.where(winner >= 0, ids.long()[winner.clamp(min=0)], -1)
 
 
 def gsddmm_torch(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str) -> Tensor:
