@@ -58,8 +58,9 @@ def gat_expression(negative_slope: float = 0.2) -> Node:
     """
     projected = matmul(_X, leaf("W", "weight", ("H", "I", "D")))                  # [H, Ns, D]
     score_src = matmul(projected, leaf("a_src", "weight", ("H", "D", 1)))          # [H, Ns, 1]
-    score_dst = matmul(dst_rows(projected), leaf("a_dst", "weight", ("H", "D", 1)))
-    return matmul(attention(_ADJ, score_src, score_dst, negative_slope), projected)           # [H, Nd, D]
+    score_dst = matmul(dst_rows(projected), leaf("a_dst", "weight", ("H", "D", 1)))  # [H, Nd, 1]
+    scores = attention(_ADJ, score_src, score_dst, negative_slope)               # [H, Nd, Ns]
+    return matmul(scores, projected)                                             # [H, Nd, D]
 
 
 @cache

@@ -37,13 +37,15 @@ def random_graphs(seed: int = 0) -> list[tuple[str, Graph]]:
     """Named graphs covering the edge cases every plan must handle."""
     g = torch.Generator().manual_seed(seed)
     n, e = 23, 70
-    src, dst = torch.randint(0, n - 3, (e,), generator=g), torch.randint(0, n - 3, (e,), generator=g)
+    src = torch.randint(0, n - 3, (e,), generator=g)  # the last 3 nodes stay isolated
+    dst = torch.randint(0, n - 3, (e,), generator=g)
     loops = torch.tensor([1, 1, 4])
     multi = torch.tensor([2, 2, 2])
     return [
         ("random+isolated+loops+multi", Graph(torch.cat([src, loops, multi]),
                                                torch.cat([dst, loops, multi + 1]), n)),
-        ("empty-edges", Graph(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), 5)),
+        ("empty-edges", Graph(torch.zeros(0, dtype=torch.long),
+                              torch.zeros(0, dtype=torch.long), 5)),
         ("single-node-loop", Graph([0], [0], 1)),
         ("star", Graph(torch.arange(1, 12), torch.zeros(11, dtype=torch.long), 12)),
     ]

@@ -35,14 +35,16 @@ def _pairs():
         ("sgc-k3", lambda: SGConv(6, 9, K=3), lambda: pyg.SGConv(6, 9, K=3)),
         ("tag-k2", lambda: TAGConv(6, 4, K=2), lambda: pyg.TAGConv(6, 4, K=2)),
         ("tag-k3", lambda: TAGConv(6, 4, K=3), lambda: pyg.TAGConv(6, 4, K=3)),
-        ("tag-k1", lambda: TAGConv(6, 4, K=1, bias=False), lambda: pyg.TAGConv(6, 4, K=1, bias=False)),
+        ("tag-k1", lambda: TAGConv(6, 4, K=1, bias=False),
+         lambda: pyg.TAGConv(6, 4, K=1, bias=False)),
         ("gat-h3", lambda: GATConv(6, 4, heads=3), lambda: pyg.GATConv(6, 4, heads=3)),
         ("gat-mean", lambda: GATConv(6, 4, heads=2, concat=False, negative_slope=0.1),
          lambda: pyg.GATConv(6, 4, heads=2, concat=False, negative_slope=0.1)),
         ("gatv2-h2", lambda: GATv2Conv(6, 4, heads=2), lambda: pyg.GATv2Conv(6, 4, heads=2)),
         ("gatv2-shared", lambda: GATv2Conv(6, 4, heads=2, share_weights=True),
          lambda: pyg.GATv2Conv(6, 4, heads=2, share_weights=True)),
-        ("gatv2-nobias", lambda: GATv2Conv(6, 4, bias=False), lambda: pyg.GATv2Conv(6, 4, bias=False)),
+        ("gatv2-nobias", lambda: GATv2Conv(6, 4, bias=False),
+         lambda: pyg.GATv2Conv(6, 4, bias=False)),
     ]
 
 

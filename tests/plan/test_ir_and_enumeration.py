@@ -101,7 +101,8 @@ def test_pruning_drops_only_duplicates_and_dominated_plans(layer):
             not any(_dominates(signatures[r][j], signatures[r][index])
                     for j in range(len(compositions)) if j != index) for r in REGIMES)
         if undominated:
-            same = [j for j in kept if all(signatures[r][j] == signatures[r][index] for r in REGIMES)]
+            same = [j for j in kept
+                    if all(signatures[r][j] == signatures[r][index] for r in REGIMES)]
             assert same, f"#{index} {composition} has no kept representative"
 
 
