@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["Graph", "GraphBatch", "GraphError", "Subgraph"]
+__all__ = ["BipartiteGraph", "Graph", "GraphBatch", "GraphError", "Subgraph"]
 
 _INDEX_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 _EMPTY: Mapping[str, Tensor] = MappingProxyType({})
@@ -121,13 +121,14 @@ def _check_graph_data(data: Mapping[str, Any] | None) -> Mapping[str, Tensor]:
 # ----------------------------------------------------------------------------- formats
 
 
-def _compress(major: Tensor, minor: Tensor, num_nodes: int, index_dtype: torch.dtype):
+def _compress(major: Tensor, minor: Tensor, num_major: int, num_minor: int,
+              index_dtype: torch.dtype):
     """Sort edges by (major, minor) and return (ptr, minor sorted, permutation)."""
     # Sorting by the pair, not major alone, keeps each row's sources ascending, which is
     # what makes a pull kernel read source features in memory order.
-    order = torch.argsort(major * max(num_nodes, 1) + minor, stable=True)
-    ptr = torch.zeros(num_nodes + 1, dtype=torch.int64, device=major.device)
-    ptr[1:] = torch.cumsum(torch.bincount(major, minlength=num_nodes), 0)
+    order = torch.argsort(major * max(num_minor, 1) + minor, stable=True)
+    ptr = torch.zeros(num_major + 1, dtype=torch.int64, device=major.device)
+    ptr[1:] = torch.cumsum(torch.bincount(major, minlength=num_major), 0)
     return ptr.to(index_dtype), minor[order].to(index_dtype), order.to(index_dtype)
 
 
@@ -270,7 +271,28 @@ class Graph:
             if base is not None:
                 self._cache[key] = tuple(t.to(index_dtype) for t in base)
             else:
-                self._cache[key] = _compress(major, minor, self.num_nodes, index_dtype)
+                self._cache[key] = _compress(major, minor, self.num_nodes, self.num_nodes,
+                                             index_dtype)
+        return self._cache[key]
+
+    def by_relation(self, num_edge_types: int | None = None) -> BipartiteGraph:
+        """Relation-expanded view: destination (v, r) becomes row v * P + r (cached).
+
+        One copy_u-sum over it gives every per-relation aggregate at once as [N * P, F],
+        which is [N, P * F] in memory. Untyped graphs have the single relation 0.
+
+        Raises:
+            ValueError: when an edge type is >= num_edge_types.
+        """
+        types = self.num_edge_types if num_edge_types is None else int(num_edge_types)
+        if types < self.num_edge_types:
+            raise ValueError(f"by_relation: graph has edge types up to {self.num_edge_types - 1},"
+                             f" more than num_edge_types={types}")
+        key = ("by_relation", types)
+        if key not in self._cache:
+            etype = self.edge_type if self.edge_type is not None else torch.zeros_like(self.src)
+            self._cache[key] = BipartiteGraph(self.src, self.dst * types + etype, self.num_nodes,
+                                              self.num_nodes * types)
         return self._cache[key]
 
     def in_degrees(self) -> Tensor:
@@ -723,3 +745,57 @@ def _check_compatible(graphs: list[Graph]) -> None:
                     raise GraphError(
                         f"graphs[{position}].{name}[{key!r}] is {list(a.shape)} {a.dtype}, "
                         f"graphs[0] has {list(b.shape)} {b.dtype}")
+
+
+# ----------------------------------------------------------------------------- BipartiteGraph
+
+
+class BipartiteGraph:
+    """Edges from `num_src_nodes` sources to `num_dst_nodes` destinations (trusted input).
+
+    The smallest object that follows the kernel protocol for non-square structure: a
+    relation-expanded view of a typed graph (destination (v, r) as one row), for instance,
+    so that one g-SpMM computes every per-relation aggregate. Built by internal code from
+    already valid ids; CSR/CSC are derived on first use and cached like a Graph's.
+
+    Attributes:
+        src: [E] int64 ids in [0, num_src_nodes). dst: [E] int64 ids in [0, num_dst_nodes).
+    """
+
+    __slots__ = ("src", "dst", "num_src_nodes", "num_dst_nodes", "_cache")
+
+    def __init__(self, src: Tensor, dst: Tensor, num_src_nodes: int, num_dst_nodes: int) -> None:
+        self.src, self.dst = src, dst
+        self.num_src_nodes, self.num_dst_nodes = int(num_src_nodes), int(num_dst_nodes)
+        self._cache: dict = {}
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.src.numel())
+
+    @property
+    def device(self) -> torch.device:
+        return self.src.device
+
+    def coo(self) -> tuple[Tensor, Tensor]:
+        return self.src, self.dst
+
+    def csr(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
+        """(rowptr [num_dst+1], col [E] source ids, edge_ids [E]) by destination."""
+        key = ("csr", index_dtype)
+        if key not in self._cache:
+            self._cache[key] = _compress(self.dst, self.src, self.num_dst_nodes,
+                                         self.num_src_nodes, index_dtype)
+        return self._cache[key]
+
+    def csc(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
+        """(colptr [num_src+1], row [E] destination ids, edge_ids [E]) by source."""
+        key = ("csc", index_dtype)
+        if key not in self._cache:
+            self._cache[key] = _compress(self.src, self.dst, self.num_src_nodes,
+                                         self.num_dst_nodes, index_dtype)
+        return self._cache[key]
+
+    def __repr__(self) -> str:
+        return (f"BipartiteGraph(num_src_nodes={self.num_src_nodes}, "
+                f"num_dst_nodes={self.num_dst_nodes}, num_edges={self.num_edges})")

@@ -370,3 +370,28 @@ def test_pyg_batch_round_trip():
     pyg_batch = batch.to_pyg()
     assert pyg_batch.num_graphs == 4
     assert GraphBatch.from_pyg(pyg_batch) == batch
+
+
+# ----------------------------------------------------------------------------- relation views
+
+
+@settings(max_examples=40, deadline=None)
+@given(graphs(typed=True))
+def test_by_relation_rows_are_destination_times_type(graph):
+    types = graph.num_edge_types + 1
+    view = graph.by_relation(types)
+    assert view.num_src_nodes == graph.num_nodes
+    assert view.num_dst_nodes == graph.num_nodes * types
+    assert torch.equal(view.dst, graph.dst * types + graph.edge_type)
+    rowptr, col, edge_ids = view.csr()
+    rows = torch.repeat_interleave(torch.arange(view.num_dst_nodes), torch.diff(rowptr))
+    assert torch.equal(col, view.src[edge_ids]) and torch.equal(rows, view.dst[edge_ids])
+    colptr, row, edge_ids = view.csc(torch.int32)
+    sources = torch.repeat_interleave(torch.arange(view.num_src_nodes), torch.diff(colptr.long()))
+    assert torch.equal(sources, view.src[edge_ids.long()])
+    assert graph.by_relation(types) is view  # cached
+
+
+def test_by_relation_rejects_too_few_types():
+    with pytest.raises(ValueError, match="num_edge_types=2"):
+        Graph([0, 1], [1, 0], edge_type=[0, 2]).by_relation(2)

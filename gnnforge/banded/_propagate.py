@@ -13,6 +13,7 @@ from torch import Tensor
 
 from gnnforge.banded._blocks import BandedBlocks
 from gnnforge.graph import Graph
+from gnnforge.ops import copy_u_sum
 
 __all__ = ["aggregate_by_type", "propagate", "sparse_propagate", "typed_in_degree"]
 
@@ -60,16 +61,12 @@ def propagate(blocks: BandedBlocks, E: Tensor, W: Tensor) -> Tensor:  # noqa: N8
 def aggregate_by_type(graph: Graph, E: Tensor, num_edge_types: int) -> Tensor:  # noqa: N803
     """Sum of source states per (destination, edge type): [N, P*H], row v = [A_0 E | ... ]_v.
 
-    This is the single sparse primitive of the module, a per-type copy-source/sum
-    aggregation in plain PyTorch (one gather, one index_add_). It is the hook to switch to
-    `gnnforge.ops` (typed g-SpMM) once that lands; everything else stays as is.
+    One copy_u-sum g-SpMM over the relation-expanded view of the graph, where destination
+    (v, type) is row v * P + type, so the [N * P, H] result is already [N, P * H] in memory
+    and no [E, H] message tensor is built.
     """
-    types = num_edge_types
-    width = E.shape[1]
-    etype = graph.edge_type if graph.edge_type is not None else torch.zeros_like(graph.src)
-    out = E.new_zeros(graph.num_nodes * types, width)
-    out.index_add_(0, graph.dst * types + etype, E[graph.src])  # [N*P, H]
-    return out.view(graph.num_nodes, types * width)
+    view = graph.by_relation(num_edge_types)  # cached on the graph across steps
+    return copy_u_sum(view, E).view(graph.num_nodes, num_edge_types * E.shape[1])  # [N, P*H]
 
 
 def typed_in_degree(graph: Graph, num_edge_types: int,

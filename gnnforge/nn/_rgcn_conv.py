@@ -11,52 +11,11 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._aggregate import weighted_neighbor_sum
+from gnnforge.graph import BipartiteGraph
 
 __all__ = ["RGCNConv"]
 
 _AGGREGATORS = ("mean", "sum", "max")
-
-
-class _RelationGraph:
-    """A bipartite view of a typed graph that follows the kernel protocol.
-
-    `by_dst=True`: destination (r, v) -> row r * num_dst + v, so one copy-reduce gives
-    every per-relation aggregate at once ([R * num_dst, F]).
-    `by_dst=False`: source (r, u) -> row r * num_src + u, so one weighted sum over the
-    relation-transformed features [R * num_src, F_out] gives the whole layer output.
-    """
-
-    def __init__(self, src: Tensor, dst: Tensor, num_src: int, num_dst: int) -> None:
-        self.num_src_nodes, self.num_dst_nodes = num_src, num_dst
-        self._src, self._dst = src, dst
-        self._cache: dict = {}
-
-    @property
-    def num_edges(self) -> int:
-        return int(self._src.numel())
-
-    def coo(self) -> tuple[Tensor, Tensor]:
-        return self._src, self._dst
-
-    def csr(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
-        return self._compressed("csr", index_dtype)
-
-    def csc(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
-        return self._compressed("csc", index_dtype)
-
-    def _compressed(self, kind: str, index_dtype: torch.dtype):
-        key = (kind, index_dtype)
-        if key not in self._cache:
-            major, minor, size, width = ((self._dst, self._src, self.num_dst_nodes,
-                                          self.num_src_nodes) if kind == "csr" else
-                                         (self._src, self._dst, self.num_src_nodes,
-                                          self.num_dst_nodes))
-            order = torch.argsort(major * max(width, 1) + minor, stable=True)
-            ptr = torch.zeros(size + 1, dtype=torch.int64, device=major.device)
-            ptr[1:] = torch.cumsum(torch.bincount(major, minlength=size), 0)
-            self._cache[key] = (ptr.to(index_dtype), minor[order].to(index_dtype),
-                                order.to(index_dtype))
-        return self._cache[key]
 
 
 class RGCNConv(nn.Module):
@@ -152,7 +111,7 @@ class RGCNConv(nn.Module):
                              f"but num_relations={self.num_relations}")
         return edge_type
 
-    def _view(self, graph: Any, edge_type: Tensor, by_dst: bool) -> tuple[_RelationGraph, Tensor]:
+    def _view(self, graph: Any, edge_type: Tensor, by_dst: bool) -> tuple[BipartiteGraph, Tensor]:
         cached = self._views
         if (cached is not None and cached[0] is graph and cached[1] is edge_type
                 and cached[2] == by_dst):
@@ -162,10 +121,10 @@ class RGCNConv(nn.Module):
         edge_type = edge_type.to(torch.int64)
         slot = edge_type * num_dst + dst                               # (relation, dst) id
         if by_dst:
-            view = _RelationGraph(src, slot, num_src, relations * num_dst)
+            view = BipartiteGraph(src, slot, num_src, relations * num_dst)
             weight = torch.ones(0)
         else:
-            view = _RelationGraph(edge_type * num_src + src, dst, relations * num_src, num_dst)
+            view = BipartiteGraph(edge_type * num_src + src, dst, relations * num_src, num_dst)
             weight = torch.ones(src.numel(), device=src.device)
             if self.aggr == "mean":
                 counts = torch.bincount(slot, minlength=relations * num_dst)

@@ -8,7 +8,7 @@ import torch
 
 from gnnforge.nn import GATConv, GATv2Conv, GCNConv, SGConv, TAGConv
 from gnnforge.plan import candidates, enumerate_compositions
-from planned_graphs import random_block, random_graphs
+from .planned_graphs import random_block, random_graphs
 
 pyg = pytest.importorskip("torch_geometric.nn")
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gnnforge.ops as ops
-from conftest import random_graph
+from .conftest import random_graph
 from gnnforge.ops._generic import _arrays
 
 

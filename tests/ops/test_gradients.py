@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import gnnforge.ops as ops
-from conftest import random_graph
+from .conftest import random_graph
 
 SPMM = [  # (op, reduce, lhs feature shape, rhs feature shape)
     ("copy_lhs", "sum", (3,), None), ("copy_lhs", "mean", (3,), None),

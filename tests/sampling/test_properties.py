@@ -3,7 +3,7 @@
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sampling_helpers import check_blocks
+from .sampling_helpers import check_blocks
 
 from gnnforge.graph import Graph
 from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler, RandomWalkSampler

@@ -1,6 +1,6 @@
 import pytest
 import torch
-from sampling_helpers import check_blocks, random_multigraph
+from .sampling_helpers import check_blocks, random_multigraph
 
 from gnnforge.graph import Graph
 from gnnforge.sampling import RandomWalkSampler
