@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	touch $(STAMP)
 
 run: setup
-	$(VENV)/bin/gnnforge datasets
+	$(VENV)/bin/gnnforge train
 
 test: setup
 	$(VENV)/bin/python -m pytest -q
