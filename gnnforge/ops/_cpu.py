@@ -113,7 +113,8 @@ def _spmm_copy(rowptr, index, data, op, reduce, num_rows, record_args):
 
 
 def _spmm_scaled(rowptr, col, eids, lhs, rhs, heads, reduce, num_rows, dtype):
-    x = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, math.prod(lhs.shape[1:]) // heads)           # [N, H, D]
+    width = math.prod(lhs.shape[1:]) // max(heads, 1)
+    x = _compute(lhs.to(dtype)).reshape(lhs.shape[0], heads, width)        # [N, H, D]
     weight = _compute(rhs.to(dtype)).reshape(rhs.shape[0], heads)
     weight = weight.index_select(0, eids.to(torch.int64)).contiguous()      # [nnz, H] CSR order
     out = torch.empty(num_rows, heads, x.shape[2], dtype=x.dtype)

@@ -140,7 +140,7 @@ def _grouped_dot(arrays, lhs, grad_out, rhs_shape, backend):
 
 def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     out_shape = tuple(grad_out.shape[1:])
-    grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))                      # [M, K]
+    grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))  # [M, K]
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1]:
         value = grad_flat

@@ -17,7 +17,6 @@ Kernels are compiled lazily on first call per dtype combination and cached on di
 from __future__ import annotations
 
 import numba
-import numpy as np
 from numba import prange
 
 __all__ = [
