@@ -174,14 +174,19 @@ def _moses_file(split: str) -> Path:
     return path
 
 
-def _nci_file() -> Path:
+def rdkit_nci_file(name: str = "first_5K.smi") -> Path:
+    """A file of the NCI set RDKit ships in its Data/NCI folder (found without importing RDKit)."""
     spec = importlib.util.find_spec("rdkit")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("the NCI molecules ship with RDKit: pip install 'gnnforge[chem]'")
-    path = Path(list(spec.submodule_search_locations)[0]) / "Data" / "NCI" / "first_5K.smi"
+    path = Path(list(spec.submodule_search_locations)[0]) / "Data" / "NCI" / name
     if not path.exists():
         raise FileNotFoundError(f"RDKit is installed but {path} is missing")
     return path
+
+
+def _nci_file() -> Path:
+    return rdkit_nci_file()
 
 
 def _resolve(source: str | Path) -> Path:

@@ -11,13 +11,13 @@ wet-lab measurement; docs and the run summary say so.
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from gnnforge.data._molecules import rdkit_nci_file
 from gnnforge.graph import Graph
 
 __all__ = ["TPSA_DESCRIPTION", "load_nci_tpsa", "nci_tpsa_file"]
@@ -27,13 +27,8 @@ TPSA_DESCRIPTION = ("TPSA regression (A^2, Daylight/Ertl values shipped by RDKit
 
 
 def nci_tpsa_file() -> Path:
-    spec = importlib.util.find_spec("rdkit")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("the NCI molecules ship with RDKit: pip install 'gnnforge[chem]'")
-    path = Path(list(spec.submodule_search_locations)[0]) / "Data" / "NCI" / "first_5k.tpsa.csv"
-    if not path.exists():
-        raise FileNotFoundError(f"RDKit is installed but {path} is missing")
-    return path
+    """RDKit's TPSA labels for its NCI molecules (Data/NCI/first_5k.tpsa.csv)."""
+    return rdkit_nci_file("first_5k.tpsa.csv")
 
 
 def _parse(path: Path) -> list[tuple[int, str, float]]:
