@@ -6,8 +6,9 @@ the permutation that reorders edge values; the cache is not part of equality or 
 Constructors validate untrusted input once and raise `GraphError` naming the first
 offending position; internal code builds trusted graphs with `Graph._trusted`.
 
-This file is over the usual size because the two types and their validation are one
-idea: a batch is a graph, and both share every constructor check.
+This file is over the usual size because its types and their validation are one idea:
+a batch is a graph and shares every constructor check, and the bipartite view shares the
+compressed-format code that defines what the kernels read.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def improve_packing(shapes: list[tuple[Content, int]], bins: np.ndarray, counts:
         max_items: as for `histogram_pack`.
     """
     totals = (bins * counts[:, None]).sum(axis=0)
-    bound = int(max(-(-int(t) // int(l)) for t, l in zip(totals, limits)))
+    bound = int(max(-(-int(t) // int(limit)) for t, limit in zip(totals, limits)))
     if max_items:
         bound = max(bound, -(-int(counts.sum()) // max_items))
     best = shapes

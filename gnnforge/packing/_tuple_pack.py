@@ -214,11 +214,11 @@ def _open_new(packs: _OpenPacks, closed: list[tuple[Content, int]], b: int,
     next copy into the newest pack until it is full, since no older pack fits this size;
     so each new pack takes m = as many copies as fit, and one pack takes the rest.
     """
-    per_pack = min([cap] + [l // v for l, v in zip(limits, size_t) if v > 0])
+    per_pack = min([cap] + [limit // v for limit, v in zip(limits, size_t) if v > 0])
     full, rest = divmod(count, per_pack)
     for copies, packs_needed in ((per_pack, full), (rest, 1 if rest else 0)):
         if packs_needed:
-            remaining = tuple(l - copies * v for l, v in zip(limits, size_t))
+            remaining = tuple(limit - copies * v for limit, v in zip(limits, size_t))
             _add(packs, closed, remaining, (b,) * copies, packs_needed, floor, cap)
 
 
