@@ -16,7 +16,7 @@ from torch import Tensor
 from gnnforge.ops import _numba_kernels as kernels
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape
 
-__all__ = ["gsddmm_cpu", "gspmm_cpu"]
+__all__ = ["extreme_grad_cpu", "gsddmm_cpu", "gspmm_cpu"]
 
 _COMPUTE_DTYPES = (torch.float32, torch.float64)
 
@@ -150,6 +150,27 @@ def _spmm_general(rowptr, col, eids, lhs, rhs, op, reduce, num_rows, out_shape, 
     if not extreme:
         return out, _no_index(), _no_index()
     return out, arg_lhs, arg_rhs
+
+
+def extreme_grad_cpu(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
+                     num_src: int) -> Tensor:
+    """Gradient of copy_u max/min w.r.t. x: a pull over CSC reading the recorded winners.
+
+    Args:
+        colptr, row: CSC by source of the graph (destinations ascending per source).
+        arg: [M, K] int64 winning source per output feature (-1: no in-edges).
+        grad: [M, K] gradient of the output.
+        num_src: N, rows of the result.
+
+    Returns:
+        [N, K] in grad's compute dtype (bfloat16/float16 computed in float32, cast back).
+    """
+    values = _compute(grad)
+    out = torch.empty(num_src, values.shape[1], dtype=values.dtype)
+    if num_src and out.shape[1]:
+        _launch(kernels.extreme_grad_copy, num_src, row.numel() * out.shape[1],
+                colptr.numpy(), row.numpy(), arg.numpy(), values.numpy(), out.numpy())
+    return out.to(grad.dtype)
 
 
 def gsddmm_cpu(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
