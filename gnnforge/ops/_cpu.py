@@ -16,7 +16,7 @@ from torch import Tensor
 from gnnforge.ops import _numba_kernels as kernels
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape
 
-__all__ = ["extreme_grad_cpu", "gsddmm_cpu", "gspmm_cpu"]
+__all__ = ["extreme_grad_cpu", "gsddmm_cpu", "gspmm_cpu", "mean_grad_cpu"]
 
 _COMPUTE_DTYPES = (torch.float32, torch.float64)
 
@@ -170,6 +170,26 @@ def extreme_grad_cpu(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
     if num_src and out.shape[1]:
         _launch(kernels.extreme_grad_copy, num_src, row.numel() * out.shape[1],
                 colptr.numpy(), row.numpy(), arg.numpy(), values.numpy(), out.numpy())
+    return out.to(grad.dtype)
+
+
+def mean_grad_cpu(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
+                  num_src: int) -> Tensor:
+    """Gradient of copy_u mean w.r.t. x: a CSC pull scaling each grad row by 1/deg(v).
+
+    Args:
+        colptr, row: CSC by source of the graph. rowptr: [M+1] its CSR row pointer.
+        grad: [M, K] gradient of the output.
+        num_src: N, rows of the result.
+
+    Returns:
+        [N, K] in grad's dtype.
+    """
+    values = _compute(grad)
+    out = torch.empty(num_src, values.shape[1], dtype=values.dtype)
+    if num_src and out.shape[1]:
+        _launch(kernels.mean_grad_copy, num_src, row.numel() * out.shape[1],
+                colptr.numpy(), row.numpy(), rowptr.numpy(), values.numpy(), out.numpy())
     return out.to(grad.dtype)
 
 

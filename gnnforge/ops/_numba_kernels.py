@@ -23,6 +23,7 @@ __all__ = [
     "OP_CODES",
     "REDUCE_CODES",
     "extreme_grad_copy",
+    "mean_grad_copy",
     "sddmm_dot",
     "sddmm_general",
     "spmm_copy",
@@ -167,6 +168,31 @@ def extreme_grad_copy(colptr, row, arg, grad, out, num_chunks):
                 for f in range(width):
                     if arg[v, f] == u:
                         out[u, f] += grad[v, f]
+
+
+@numba.njit(parallel=True, **_JIT)
+def mean_grad_copy(colptr, row, rowptr, grad, out, num_chunks):
+    """Gradient of copy_u mean: out[u, f] = sum over out-edges u->v of grad[v, f] / deg(v).
+
+    A pull over CSC by source; deg(v) = rowptr[v+1] - rowptr[v] is read from the forward
+    CSR, so no scaled copy of grad is made.
+
+    Args:
+        colptr: [N+1], row: [E] destinations by source. rowptr: [M+1] the forward CSR's
+        row pointer. grad: [M, K]. out: [N, K], fully overwritten.
+    """
+    num_rows, width = out.shape
+    for chunk in prange(num_chunks):
+        first = _chunk_start(colptr, num_rows, chunk, num_chunks)
+        last = _chunk_start(colptr, num_rows, chunk + 1, num_chunks)
+        for u in range(first, last):
+            for f in range(width):
+                out[u, f] = 0
+            for j in range(colptr[u], colptr[u + 1]):
+                v = row[j]
+                scale = 1.0 / (rowptr[v + 1] - rowptr[v])  # >= 1: v has the in-edge u->v
+                for f in range(width):
+                    out[u, f] += grad[v, f] * scale
 
 
 @numba.njit(parallel=True, **_JIT)
