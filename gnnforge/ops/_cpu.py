@@ -27,11 +27,13 @@ def _no_index() -> Tensor:
     return torch.empty(0, dtype=torch.int64)
 
 
-# Below this many multiply-adds (about a millisecond on one core) a call runs on the
-# calling thread only: waking the worker threads costs tens of microseconds on an idle
-# machine and whole scheduler slices on a loaded one (measured: 2 us single-threaded vs
-# 3-30 ms parallel for a 6-edge graph; Pubmed F=16 took 20 ms parallel under load).
-_PARALLEL_WORK = 2**21
+# Below this many multiply-adds (about 0.1 ms on one core) a call runs on the calling
+# thread only: waking the worker threads costs tens of microseconds on an idle machine
+# and whole scheduler slices on a loaded one (measured: 2 us single-threaded vs 3-30 ms
+# parallel for a 6-edge graph under load). On the quiet machine Pubmed F=16 (1.4M
+# multiply-adds) took 0.40 ms on one thread and 0.20 ms on two, so the cut sits well
+# below that (it was 2**21 when tuned under load, where parallel calls lose).
+_PARALLEL_WORK = 2**18
 
 
 def _launch(kernel, rows: int, work: int, *args) -> None:
