@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -190,8 +191,10 @@ def mean_grad_cpu(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
     values = _compute(grad)
     out = torch.empty(num_src, values.shape[1], dtype=values.dtype)
     if num_src and out.shape[1]:
+        degree = np.diff(rowptr.numpy())  # [M]: one pass over M, not over M x K
+        inverse = (1.0 / np.maximum(degree, 1)).astype(values.numpy().dtype)
         _launch(kernels.mean_grad_copy, num_src, row.numel() * out.shape[1],
-                colptr.numpy(), row.numpy(), rowptr.numpy(), values.numpy(), out.numpy())
+                colptr.numpy(), row.numpy(), inverse, values.numpy(), out.numpy())
     return out.to(grad.dtype)
 
 

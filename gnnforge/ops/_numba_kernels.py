@@ -171,15 +171,16 @@ def extreme_grad_copy(colptr, row, arg, grad, out, num_chunks):
 
 
 @numba.njit(parallel=True, **_JIT)
-def mean_grad_copy(colptr, row, rowptr, grad, out, num_chunks):
+def mean_grad_copy(colptr, row, inverse_degree, grad, out, num_chunks):
     """Gradient of copy_u mean: out[u, f] = sum over out-edges u->v of grad[v, f] / deg(v).
 
-    A pull over CSC by source; deg(v) = rowptr[v+1] - rowptr[v] is read from the forward
-    CSR, so no scaled copy of grad is made.
+    A pull over CSC by source that scales each gradient row as it reads it, so no scaled
+    copy of grad is made.
 
     Args:
-        colptr: [N+1], row: [E] destinations by source. rowptr: [M+1] the forward CSR's
-        row pointer. grad: [M, K]. out: [N, K], fully overwritten.
+        colptr: [N+1], row: [E] destinations by source. inverse_degree: [M] 1/deg(v) in
+        grad's dtype (a float64 scale would turn the inner loop into conversions).
+        grad: [M, K]. out: [N, K], fully overwritten.
     """
     num_rows, width = out.shape
     for chunk in prange(num_chunks):
@@ -190,7 +191,7 @@ def mean_grad_copy(colptr, row, rowptr, grad, out, num_chunks):
                 out[u, f] = 0
             for j in range(colptr[u], colptr[u + 1]):
                 v = row[j]
-                scale = 1.0 / (rowptr[v + 1] - rowptr[v])  # >= 1: v has the in-edge u->v
+                scale = inverse_degree[v]
                 for f in range(width):
                     out[u, f] += grad[v, f] * scale
 
