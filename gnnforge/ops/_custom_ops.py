@@ -79,9 +79,16 @@ def _(arrays, lhs, rhs, op, reduce, backend, record_args):
 
 
 def _eager(*tensors: Tensor | None) -> bool:
-    """True outside torch.compile / fake-tensor tracing: plain tensors only."""
+    """True outside torch.compile / fake-tensor tracing: plain tensors (or Parameters).
+
+    Any other Tensor subclass (FakeTensor, FunctionalTensor, user subclasses) takes the
+    custom op, which PyTorch knows how to trace and dispatch.
+    """
     return (not torch.compiler.is_compiling()
-            and all(t is None or type(t) is Tensor for t in tensors))
+            and all(t is None or type(t) in _PLAIN for t in tensors))
+
+
+_PLAIN = (Tensor, torch.nn.Parameter)
 
 
 def spmm(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str, reduce: str,
