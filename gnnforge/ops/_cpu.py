@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 import torch
 from torch import Tensor
 
 from gnnforge.ops import _numba_kernels as kernels
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape
 
-__all__ = ["gsddmm_cpu", "gspmm_cpu"]
+__all__ = ["extreme_grad_cpu", "gsddmm_cpu", "gspmm_cpu", "mean_grad_cpu"]
 
 _COMPUTE_DTYPES = (torch.float32, torch.float64)
 
@@ -27,11 +28,13 @@ def _no_index() -> Tensor:
     return torch.empty(0, dtype=torch.int64)
 
 
-# Below this many multiply-adds (about a millisecond on one core) a call runs on the
-# calling thread only: waking the worker threads costs tens of microseconds on an idle
-# machine and whole scheduler slices on a loaded one (measured: 2 us single-threaded vs
-# 3-30 ms parallel for a 6-edge graph; Pubmed F=16 took 20 ms parallel under load).
-_PARALLEL_WORK = 2**21
+# Below this many multiply-adds (about 0.1 ms on one core) a call runs on the calling
+# thread only: waking the worker threads costs tens of microseconds on an idle machine
+# and whole scheduler slices on a loaded one (measured: 2 us single-threaded vs 3-30 ms
+# parallel for a 6-edge graph under load). On the quiet machine Pubmed F=16 (1.4M
+# multiply-adds) took 0.40 ms on one thread and 0.20 ms on two, so the cut sits well
+# below that (it was 2**21 when tuned under load, where parallel calls lose).
+_PARALLEL_WORK = 2**18
 
 
 def _launch(kernel, rows: int, work: int, *args) -> None:
@@ -150,6 +153,49 @@ def _spmm_general(rowptr, col, eids, lhs, rhs, op, reduce, num_rows, out_shape, 
     if not extreme:
         return out, _no_index(), _no_index()
     return out, arg_lhs, arg_rhs
+
+
+def extreme_grad_cpu(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
+                     num_src: int) -> Tensor:
+    """Gradient of copy_u max/min w.r.t. x: a pull over CSC reading the recorded winners.
+
+    Args:
+        colptr, row: CSC by source of the graph (destinations ascending per source).
+        arg: [M, K] int64 winning source per output feature (-1: no in-edges).
+        grad: [M, K] gradient of the output.
+        num_src: N, rows of the result.
+
+    Returns:
+        [N, K] in grad's compute dtype (bfloat16/float16 computed in float32, cast back).
+    """
+    values = _compute(grad)
+    out = torch.empty(num_src, values.shape[1], dtype=values.dtype)
+    if num_src and out.shape[1]:
+        _launch(kernels.extreme_grad_copy, num_src, row.numel() * out.shape[1],
+                colptr.numpy(), row.numpy(), arg.numpy(), values.numpy(), out.numpy())
+    return out.to(grad.dtype)
+
+
+def mean_grad_cpu(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
+                  num_src: int) -> Tensor:
+    """Gradient of copy_u mean w.r.t. x: a CSC pull scaling each grad row by 1/deg(v).
+
+    Args:
+        colptr, row: CSC by source of the graph. rowptr: [M+1] its CSR row pointer.
+        grad: [M, K] gradient of the output.
+        num_src: N, rows of the result.
+
+    Returns:
+        [N, K] in grad's dtype.
+    """
+    values = _compute(grad)
+    out = torch.empty(num_src, values.shape[1], dtype=values.dtype)
+    if num_src and out.shape[1]:
+        degree = np.diff(rowptr.numpy())  # [M]: one pass over M, not over M x K
+        inverse = (1.0 / np.maximum(degree, 1)).astype(values.numpy().dtype)
+        _launch(kernels.mean_grad_copy, num_src, row.numel() * out.shape[1],
+                colptr.numpy(), row.numpy(), inverse, values.numpy(), out.numpy())
+    return out.to(grad.dtype)
 
 
 def gsddmm_cpu(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,

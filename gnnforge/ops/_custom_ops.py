@@ -5,6 +5,10 @@ a registered backward written DGL-style with the same two ops (g-SpMM on the rev
 graph, g-SDDMM), so it saves only what the gradient needs and second derivatives work.
 max/min gradients flow through the arg indices the forward records.
 
+Eager calls skip the custom-op machinery: `spmm` runs the same kernel and backward
+through a plain `torch.autograd.Function` (about 3x less per-call overhead, measured in
+docs/kernels.md) unless torch.compile is tracing, which keeps the custom op.
+
 The graph travels as a list of eight tensors (`GraphArrays`): CSR by destination
 (rowptr, col, eids), CSC by source (colptr, row, ceids) and COO (src, dst, int64). The
 CSC and COO are empty tensors when no gradient will be needed (a forward-only call on a
@@ -19,10 +23,11 @@ import math
 import torch
 from torch import Tensor
 
+from gnnforge.ops._cpu import extreme_grad_cpu, mean_grad_cpu
 from gnnforge.ops._dispatch import KERNELS
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
 
-__all__ = ["reverse_arrays", "spmm_op", "sddmm_op"]
+__all__ = ["reverse_arrays", "spmm", "spmm_op", "sddmm_op"]
 
 ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
 
@@ -54,8 +59,7 @@ def spmm_op(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: st
     record_args=False skips the max/min arg indices (empty outputs): a forward that no
     gradient follows then runs a branch-free, vectorised max.
     """
-    kernel = KERNELS[("gspmm", backend)]
-    return kernel(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op, reduce, record_args)
+    return _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args)
 
 
 @spmm_op.register_fake
@@ -74,8 +78,46 @@ def _(arrays, lhs, rhs, op, reduce, backend, record_args):
     return out, arg_lhs, arg_rhs
 
 
+def _eager(*tensors: Tensor | None) -> bool:
+    """True outside torch.compile / fake-tensor tracing: plain tensors (or Parameters).
+
+    Any other Tensor subclass (FakeTensor, FunctionalTensor, user subclasses) takes the
+    custom op, which PyTorch knows how to trace and dispatch.
+    """
+    return (not torch.compiler.is_compiling()
+            and all(t is None or type(t) in _PLAIN for t in tensors))
+
+
+_PLAIN = (Tensor, torch.nn.Parameter)
+
+
+def spmm(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str, reduce: str,
+         backend: str, record_args: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """`spmm_op`'s result and gradients, by the cheapest route that keeps both.
+
+    Traced (torch.compile): the custom op. Eager with a gradient to record: the
+    autograd.Function (measured 63 us vs 106 us per tiny call). Eager without one (plain
+    forward, or inside a backward): the kernel itself (19 us vs 37 us).
+    """
+    if not _eager(lhs, rhs):
+        return spmm_op(arrays, lhs, rhs, op, reduce, backend, record_args)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (lhs, rhs)):
+        return _SpmmFunction.apply(arrays, lhs, rhs, op, reduce, backend, record_args)
+    return _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args)
+
+
+def _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args):
+    kernel = KERNELS[("gspmm", backend)]
+    return kernel(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op, reduce, record_args)
+
+
 def _spmm_setup(ctx, inputs, output):
     arrays, lhs, rhs, op, reduce, backend, *_ = inputs
+    if isinstance(ctx, torch.autograd.function.FunctionCtx):
+        # The arg outputs get no gradient; without this autograd fills [M, K] int64 zeros
+        # for them on every backward (measured 6 ms per call on R-MAT F=16).
+        ctx.mark_non_differentiable(output[1], output[2])
+        ctx.set_materialize_grads(False)
     ctx.op, ctx.reduce, ctx.backend = op, reduce, backend
     ctx.lhs_shape, ctx.rhs_shape = _shape(lhs), _shape(rhs)
     ctx.lhs_rows = None if lhs is None else lhs.shape[0]
@@ -96,6 +138,11 @@ def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
 
 def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     op, backend = ctx.op, ctx.backend
+    if (ctx.reduce == "mean" and op == "copy_lhs" and backend == "numba"
+            and not torch.is_grad_enabled() and _eager(grad_out)):
+        grad = mean_grad_cpu(arrays[COLPTR], arrays[ROW], arrays[ROWPTR],
+                             grad_out.reshape(grad_out.shape[0], -1), ctx.lhs_rows)
+        return reduce_to_shape(grad.reshape(-1, *grad_out.shape[1:]), ctx.lhs_shape), None
     if ctx.reduce == "mean":
         degree = (arrays[ROWPTR][1:] - arrays[ROWPTR][:-1]).clamp(min=1).to(grad_out.dtype)
         grad_out = grad_out / degree.reshape(-1, *[1] * (grad_out.dim() - 1))
@@ -103,9 +150,9 @@ def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     if ctx.needs_input_grad[1]:
         reverse = reverse_arrays(arrays)
         if op in ("copy_lhs", "add"):
-            grad = spmm_op(reverse, grad_out, None, "copy_lhs", "sum", backend, False)[0]
+            grad = spmm(reverse, grad_out, None, "copy_lhs", "sum", backend, False)[0]
         else:  # mul, dot: d lhs[u] = sum over out-edges of grad[v] * rhs[e]
-            grad = spmm_op(reverse, grad_out, rhs, "mul", "sum", backend, False)[0]
+            grad = spmm(reverse, grad_out, rhs, "mul", "sum", backend, False)[0]
         grad_lhs = reduce_to_shape(grad, ctx.lhs_shape)
     if ctx.needs_input_grad[2]:
         if op in ("copy_rhs", "add"):
@@ -142,7 +189,10 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     out_shape = tuple(grad_out.shape[1:])
     grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))  # [M, K]
     grad_lhs = grad_rhs = None
-    if ctx.needs_input_grad[1]:
+    if ctx.needs_input_grad[1] and _pull_extreme_grad(ctx, grad_flat, arg_lhs):
+        grad = extreme_grad_cpu(arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat, ctx.lhs_rows)
+        grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
+    elif ctx.needs_input_grad[1]:
         value = grad_flat
         if ctx.op == "mul":
             value = value * _gather_at(rhs, arg_rhs, out_shape)
@@ -155,6 +205,12 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
         grad = _scatter_rows(value, arg_rhs, ctx.rhs_rows)
         grad_rhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.rhs_shape)
     return grad_lhs, grad_rhs
+
+
+def _pull_extreme_grad(ctx, grad_flat: Tensor, arg: Tensor) -> bool:
+    """copy_u max/min on the numba backend, eager, no second derivative: the CSC kernel."""
+    return (ctx.op == "copy_lhs" and ctx.backend == "numba" and not torch.is_grad_enabled()
+            and _eager(grad_flat, arg))
 
 
 def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
@@ -172,6 +228,24 @@ def _scatter_rows(value: Tensor, rows: Tensor, num_rows: int) -> Tensor:
 
 
 spmm_op.register_autograd(_spmm_backward, setup_context=_spmm_setup)
+
+
+class _SpmmFunction(torch.autograd.Function):
+    """`spmm_op` without the custom-op dispatch: same kernel, setup and backward."""
+
+    @staticmethod
+    def forward(arrays, lhs, rhs, op, reduce, backend, record_args):
+        return _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args)
+
+    setup_context = staticmethod(_spmm_setup)
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_arg_lhs, grad_arg_rhs):
+        if grad_out is None:  # grads are not materialised (see _spmm_setup)
+            return (None,) * 7
+        _, grad_lhs, grad_rhs, *rest = _spmm_backward(ctx, grad_out, grad_arg_lhs,
+                                                      grad_arg_rhs)
+        return (None, grad_lhs, grad_rhs, *rest)
 
 
 # ----------------------------------------------------------------------------- g-SDDMM
@@ -237,12 +311,12 @@ def _operand_grad(ctx, arrays, grad_out, other, target, other_target):
         return sddmm_op(arrays, grad_out, other, "mul", "e", other_target, backend)
     graph = arrays if target == "v" else reverse_arrays(arrays)
     if ctx.op == "add":
-        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0]
+        return spmm(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0]
     if other_target == target:
-        return spmm_op(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0] * other
+        return spmm(graph, None, grad_out, "copy_rhs", "sum", backend, False)[0] * other
     if other_target == "e":
-        return spmm_op(graph, None, grad_out * other, "copy_rhs", "sum", backend, False)[0]
-    return spmm_op(graph, other, grad_out, "mul", "sum", backend, False)[0]
+        return spmm(graph, None, grad_out * other, "copy_rhs", "sum", backend, False)[0]
+    return spmm(graph, other, grad_out, "mul", "sum", backend, False)[0]
 
 
 sddmm_op.register_autograd(_sddmm_backward, setup_context=_sddmm_setup)

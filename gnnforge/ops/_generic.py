@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from gnnforge.ops._custom_ops import sddmm_op, spmm_op
+from gnnforge.ops._custom_ops import sddmm_op, spmm
 from gnnforge.ops._dispatch import choose
 from gnnforge.ops._reference import gsddmm_ref, gspmm_ref
 from gnnforge.ops._shapes import (
@@ -74,7 +74,7 @@ def gspmm(graph, op: str, reduce: str, lhs: Tensor | None = None,
         op, rhs = _rewrite(op, rhs)
         need_grad = _needs_grad(lhs, rhs)
         arrays = _arrays(graph, choice.index_dtype, csc=need_grad, coo=need_grad)
-        out = spmm_op(arrays, lhs, rhs, op, reduce, choice.backend, need_grad)[0]
+        out = spmm(arrays, lhs, rhs, op, reduce, choice.backend, need_grad)[0]
     return out.squeeze(-1) if squeeze else out
 
 

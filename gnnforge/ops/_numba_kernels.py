@@ -22,6 +22,8 @@ from numba import prange
 __all__ = [
     "OP_CODES",
     "REDUCE_CODES",
+    "extreme_grad_copy",
+    "mean_grad_copy",
     "sddmm_dot",
     "sddmm_general",
     "spmm_copy",
@@ -135,6 +137,63 @@ def _extreme_values(rowptr, index, x, out, first, last, is_max):
                     out[v, f] = max(out[v, f], x[source, f])
                 else:
                     out[v, f] = min(out[v, f], x[source, f])
+
+
+@numba.njit(parallel=True, **_JIT)
+def extreme_grad_copy(colptr, row, arg, grad, out, num_chunks):
+    """Gradient of copy_u max/min: out[u, f] = sum of grad[v, f] over out-neighbours v of u
+    whose recorded winner arg[v, f] is u.
+
+    A pull over CSC by source (each thread owns its output rows, no atomics). Multi-edges
+    u->v count once, as in the forward, which relies on the CSC listing each source's
+    destinations in ascending order (the `csc()` contract), so repeats are adjacent.
+
+    Args:
+        colptr: [N+1], row: [E] destinations by source. arg: [M, K] int64 winners (-1 for
+        rows without in-edges). grad: [M, K]. out: [N, K], fully overwritten.
+    """
+    num_rows, width = out.shape
+    for chunk in prange(num_chunks):
+        first = _chunk_start(colptr, num_rows, chunk, num_chunks)
+        last = _chunk_start(colptr, num_rows, chunk + 1, num_chunks)
+        for u in range(first, last):
+            for f in range(width):
+                out[u, f] = 0
+            previous = -1
+            for j in range(colptr[u], colptr[u + 1]):
+                v = row[j]
+                if v == previous:
+                    continue
+                previous = v
+                for f in range(width):
+                    if arg[v, f] == u:
+                        out[u, f] += grad[v, f]
+
+
+@numba.njit(parallel=True, **_JIT)
+def mean_grad_copy(colptr, row, inverse_degree, grad, out, num_chunks):
+    """Gradient of copy_u mean: out[u, f] = sum over out-edges u->v of grad[v, f] / deg(v).
+
+    A pull over CSC by source that scales each gradient row as it reads it, so no scaled
+    copy of grad is made.
+
+    Args:
+        colptr: [N+1], row: [E] destinations by source. inverse_degree: [M] 1/deg(v) in
+        grad's dtype (a float64 scale would turn the inner loop into conversions).
+        grad: [M, K]. out: [N, K], fully overwritten.
+    """
+    num_rows, width = out.shape
+    for chunk in prange(num_chunks):
+        first = _chunk_start(colptr, num_rows, chunk, num_chunks)
+        last = _chunk_start(colptr, num_rows, chunk + 1, num_chunks)
+        for u in range(first, last):
+            for f in range(width):
+                out[u, f] = 0
+            for j in range(colptr[u], colptr[u + 1]):
+                v = row[j]
+                scale = inverse_degree[v]
+                for f in range(width):
+                    out[u, f] += grad[v, f] * scale
 
 
 @numba.njit(parallel=True, **_JIT)

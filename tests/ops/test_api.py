@@ -130,3 +130,25 @@ def test_cuda_path_matches_reference(graph):
             torch.testing.assert_close(got, want)
     torch.testing.assert_close(ops.u_dot_v(cuda_graph, x, x), x[graph.src.cuda()].mul(
         x[graph.dst.cuda()]).sum(-1, keepdim=True))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
+def test_eager_fast_path_equals_the_custom_op(graph, reduce):
+    # Eager calls run through a plain autograd.Function (or the kernel directly without a
+    # gradient); traced calls through the custom op. Both must give the same values and
+    # gradients, for Parameters too.
+    from gnnforge.ops._custom_ops import spmm_op
+
+    x = torch.nn.Parameter(torch.randn(graph.num_src_nodes, 4,
+                                       generator=torch.Generator().manual_seed(5)))
+    grad = torch.randn(graph.num_dst_nodes, 4, generator=torch.Generator().manual_seed(6))
+    out = ops.gspmm(graph, "copy_lhs", reduce, x)
+    assert type(out.grad_fn).__name__ == "_SpmmFunctionBackward"
+    fast, = torch.autograd.grad(out, x, grad)
+    arrays = _arrays(graph, None, csc=True, coo=True)
+    through_op = spmm_op(arrays, x, None, "copy_lhs", reduce, "numba", True)[0]
+    slow, = torch.autograd.grad(through_op, x, grad)
+    torch.testing.assert_close(out, through_op)
+    torch.testing.assert_close(fast, slow)
+    with torch.no_grad():
+        torch.testing.assert_close(ops.gspmm(graph, "copy_lhs", reduce, x), out)

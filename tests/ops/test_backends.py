@@ -134,13 +134,16 @@ def test_non_contiguous_inputs(graph, backend):
 
 @pytest.mark.parametrize("backend", FAST)
 def test_bfloat16_is_accumulated_in_float32(graph, backend):
-    x = torch.randn(graph.num_src_nodes, 8)
+    # Seeded, and the oracle sums the bfloat16 inputs exactly as float32: what is left is
+    # one final rounding (unseeded data against the unrounded x failed now and then).
+    x = torch.randn(graph.num_src_nodes, 8, generator=torch.Generator().manual_seed(3))
+    x = x.to(torch.bfloat16)
     with ops.use_backend(backend):
-        out = ops.copy_u_sum(graph, x.to(torch.bfloat16))
+        out = ops.copy_u_sum(graph, x)
     with ops.use_backend("reference"):
-        expected = ops.copy_u_sum(graph, x)
+        expected = ops.copy_u_sum(graph, x.float())
     assert out.dtype == torch.bfloat16
-    torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(out.float(), expected.to(torch.bfloat16).float(), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("backend", FAST)
