@@ -14,6 +14,7 @@ fit in memory.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,7 +210,9 @@ def _bw(src: Tensor, dst: Tensor) -> int:
 def _save(path: Path, orders: list[Tensor], before: list[int], after: list[int]) -> None:
     lengths = np.array([o.numel() for o in orders], dtype=np.int64)
     flat = torch.cat(orders).numpy() if orders else np.zeros(0, dtype=np.int64)
-    tmp = path.with_name(path.name + ".tmp.npz")
+    # One temporary name per process: DDP ranks compile the same dataset at once, and each
+    # must replace the cache file atomically without renaming another rank's file.
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.npz")
     np.savez(tmp, lengths=lengths, orders=flat, before=np.array(before, dtype=np.int64),
              after=np.array(after, dtype=np.int64))
     tmp.replace(path)
