@@ -148,7 +148,9 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
     num_batches = task.start_epoch(progress.epoch)
     steps = num_batches // world  # every rank takes the same number of steps
     model.train()
-    bar = tqdm(total=steps, initial=progress.step, disable=not config.progress or rank != 0,
+    # disable=None lets tqdm hide the bar when stderr is not a terminal (CI logs, pipes).
+    quiet = not config.progress or rank != 0
+    bar = tqdm(total=steps, initial=progress.step, disable=True if quiet else None,
                desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
     for step in range(progress.step, steps):
         start = time.perf_counter()
