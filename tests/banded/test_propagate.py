@@ -59,7 +59,10 @@ def test_banded_equals_sparse_over_kept_edges(case, seed):
     W = torch.randn(types * 5, 4, generator=g)
     reference = sparse_propagate(_kept(graph, blocks), E, W, types)
     assert _rel_err(propagate(blocks, E, W), reference) < 1e-5 or reference.norm() == 0
-    assert torch.allclose(propagate(blocks, E, W), reference, atol=1e-5)
+    # Element-wise, float32 rounding scales with the largest summed value (many parallel
+    # edges add up to large entries), so the absolute tolerance scales with it too.
+    scale = max(float(reference.abs().max()) if reference.numel() else 0.0, 1.0)
+    assert torch.allclose(propagate(blocks, E, W), reference, atol=1e-5 * scale)
     distance = ((graph.src // size) - (graph.dst // size)).abs()
     assert blocks.num_dropped == int((distance > 1).sum())
     assert bool(blocks.kept.all()) or bandwidth_at_least(graph, size)
