@@ -133,6 +133,26 @@ def _compress(major: Tensor, minor: Tensor, num_major: int, num_minor: int,
     return ptr.to(index_dtype), minor[order].to(index_dtype), order.to(index_dtype)
 
 
+def _cached_compressed(cache: dict, kind: str, index_dtype: torch.dtype, src: Tensor,
+                       dst: Tensor, num_src: int, num_dst: int):
+    """CSR (by dst) or CSC (by src) in `index_dtype`, computed once per dtype into `cache`."""
+    key = (kind, index_dtype)
+    if key not in cache:
+        if index_dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")
+        if index_dtype == torch.int32 and max(num_src, num_dst, src.numel()) >= 2**31:
+            raise ValueError(f"graph too large for int32 indices ({max(num_src, num_dst)} nodes, "
+                             f"{src.numel()} edges); use int64")
+        base = cache.get((kind, torch.int64))
+        if base is not None:  # narrowing the int64 arrays is cheaper than sorting again
+            cache[key] = tuple(t.to(index_dtype) for t in base)
+        elif kind == "csr":
+            cache[key] = _compress(dst, src, num_dst, num_src, index_dtype)
+        else:
+            cache[key] = _compress(src, dst, num_src, num_dst, index_dtype)
+    return cache[key]
+
+
 # ----------------------------------------------------------------------------- Graph
 
 
@@ -260,21 +280,8 @@ class Graph:
         return self._compressed("csc", index_dtype)
 
     def _compressed(self, kind: str, index_dtype: torch.dtype):
-        key = (kind, index_dtype)
-        if key not in self._cache:
-            if index_dtype not in (torch.int32, torch.int64):
-                raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")
-            if index_dtype == torch.int32 and max(self.num_nodes, self.num_edges) >= 2**31:
-                raise ValueError(f"graph too large for int32 indices ({self.num_nodes} nodes, "
-                                 f"{self.num_edges} edges); use int64")
-            major, minor = (self.dst, self.src) if kind == "csr" else (self.src, self.dst)
-            base = self._cache.get((kind, torch.int64))
-            if base is not None:
-                self._cache[key] = tuple(t.to(index_dtype) for t in base)
-            else:
-                self._cache[key] = _compress(major, minor, self.num_nodes, self.num_nodes,
-                                             index_dtype)
-        return self._cache[key]
+        return _cached_compressed(self._cache, kind, index_dtype, self.src, self.dst,
+                                  self.num_nodes, self.num_nodes)
 
     def by_relation(self, num_edge_types: int | None = None) -> BipartiteGraph:
         """Relation-expanded view: destination (v, r) becomes row v * P + r (cached).
@@ -783,19 +790,13 @@ class BipartiteGraph:
 
     def csr(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
         """(rowptr [num_dst+1], col [E] source ids, edge_ids [E]) by destination."""
-        key = ("csr", index_dtype)
-        if key not in self._cache:
-            self._cache[key] = _compress(self.dst, self.src, self.num_dst_nodes,
-                                         self.num_src_nodes, index_dtype)
-        return self._cache[key]
+        return _cached_compressed(self._cache, "csr", index_dtype, self.src, self.dst,
+                                  self.num_src_nodes, self.num_dst_nodes)
 
     def csc(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
         """(colptr [num_src+1], row [E] destination ids, edge_ids [E]) by source."""
-        key = ("csc", index_dtype)
-        if key not in self._cache:
-            self._cache[key] = _compress(self.src, self.dst, self.num_src_nodes,
-                                         self.num_dst_nodes, index_dtype)
-        return self._cache[key]
+        return _cached_compressed(self._cache, "csc", index_dtype, self.src, self.dst,
+                                  self.num_src_nodes, self.num_dst_nodes)
 
     def __repr__(self) -> str:
         return (f"BipartiteGraph(num_src_nodes={self.num_src_nodes}, "
