@@ -40,8 +40,8 @@ def _threads(work: int) -> int:
 
 
 def _empty(rows: int, width: int, dtype: torch.dtype) -> Tensor:
-    out = torch.empty(rows, width, dtype=dtype)
-    nbytes = out.numel() * out.element_size()
+    out = torch.empty((rows, width), dtype=dtype)
+    nbytes = rows * width * (8 if dtype == torch.float64 else 4)
     if nbytes >= _HUGE_BYTES:
         load().gf_advise_huge(out.data_ptr(), nbytes)
     return out
@@ -57,26 +57,32 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                  rhs: Tensor | None, op: str, reduce: str,
                  record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`. Copy ops run natively."""
-    if op not in ("copy_lhs", "copy_rhs"):
+    if op == "copy_lhs":
+        data, index = lhs, col
+    elif op == "copy_rhs":
+        data, index = rhs, eids
+    else:
         return _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
-    data = lhs if op == "copy_lhs" else rhs
-    index = col if op == "copy_lhs" else eids
-    x = _rows(data)
-    rows, width = rowptr.numel() - 1, x.shape[1]
+    # The common case (2-D contiguous float32/64) goes straight through: this path is
+    # most of the cost of a small call (docs/kernels.md).
+    plain = data.dim() == 2 and data.dtype in _DTYPE_CODES and data.is_contiguous()
+    x = data if plain else _rows(data)
+    rows, width = rowptr.shape[0] - 1, x.shape[1]
     out = _empty(rows, width, x.dtype)
-    extreme = reduce in ("max", "min") and record_args
-    arg = torch.empty(rows, width if extreme else 0, dtype=torch.int64)
+    extreme = record_args and reduce in ("max", "min")
+    arg = torch.empty((rows, width) if extreme else (0,), dtype=torch.int64)
     if rows and width:
         load().gf_spmm_copy(_DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64,
                             rowptr.data_ptr(), index.data_ptr(), x.data_ptr(), out.data_ptr(),
                             arg.data_ptr() if extreme else None, rows, width,
-                            _REDUCE_CODES[reduce], _threads(index.numel() * width))
-    out = out.reshape(rows, *data.shape[1:])
-    if out.dtype != data.dtype:
-        out = out.to(data.dtype)
+                            _REDUCE_CODES[reduce], _threads(index.shape[0] * width))
+    if not plain:
+        out = out.reshape(rows, *data.shape[1:])
+        if out.dtype != data.dtype:
+            out = out.to(data.dtype)
     empty = torch.empty(0, dtype=torch.int64)
     if not extreme:
-        return out, empty, torch.empty(0, dtype=torch.int64)
+        return out, arg, empty
     return (out, arg, empty) if op == "copy_lhs" else (out, empty, arg)
 
 

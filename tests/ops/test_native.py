@@ -177,3 +177,14 @@ def _bin_with_failing_compilers(tmp_path: Path) -> Path:
         tool.write_text("#!/bin/sh\nexit 1\n")
         tool.chmod(0o755)
     return folder
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_output_past_the_cache_takes_the_streaming_store_path(reduce):
+    # [70_000, 256] float32 = 68 MiB >= 64 MiB: non-temporal stores (and the huge-page
+    # advice) are used; a scalar tail width (257) falls back to ordinary stores.
+    for width in (256, 257):
+        graph = _hub_graph(9, num_nodes=70_000 if width == 256 else 66_000, num_edges=3_000)
+        x = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(4))
+        actual, expected = _both(lambda: ops.gspmm(graph, "copy_lhs", reduce, x))
+        _assert_close(actual, expected, graph, x.abs().max())

@@ -17,6 +17,9 @@
 #include <cstring>
 #include <algorithm>
 #include <sys/mman.h>
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -47,6 +50,29 @@ inline typename Vec<T>::type load(const T* p) {
 }
 template <class T>
 inline void store(T* p, typename Vec<T>::type v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Non-temporal store of one vector to a 32-byte aligned address: the output of a call
+// larger than the cache is written without being read first (no read-for-ownership).
+inline void stream(float* p, Vec<float>::type v) {
+#ifdef __AVX__
+  _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
+#else
+  store<float>(p, v);
+#endif
+}
+inline void stream(double* p, Vec<double>::type v) {
+#ifdef __AVX__
+  _mm256_stream_pd(p, reinterpret_cast<__m256d>(v));
+#else
+  store<double>(p, v);
+#endif
+}
+inline void stream_fence() {
+#ifdef __AVX__
+  _mm_sfence();
+#endif
+}
+constexpr int64_t kStreamBytes = 64 * 1024 * 1024;  // outputs past the last-level cache
 
 template <class V, class S>
 inline V fill(S value) {
@@ -94,7 +120,8 @@ inline void prefetch_row(const T* row, int64_t bytes) {
 // out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] for j in [begin, end).
 template <class T, class I, int NV>
 inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                      int64_t c0, T* out_row, bool accumulate, bool prefetch, T scale) {
+                      int64_t c0, T* out_row, bool accumulate, bool prefetch, T scale,
+                      bool streaming) {
   typedef typename Vec<T>::type V;
   constexpr int L = Vec<T>::size;
   V acc[NV];
@@ -106,7 +133,11 @@ inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, in
     const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
     for (int k = 0; k < NV; ++k) acc[k] += load<T>(row + k * L);
   }
-  for (int k = 0; k < NV; ++k) store<T>(out_row + c0 + k * L, acc[k] * splat<T>(scale));
+  if (streaming) {
+    for (int k = 0; k < NV; ++k) stream(out_row + c0 + k * L, acc[k] * splat<T>(scale));
+  } else {
+    for (int k = 0; k < NV; ++k) store<T>(out_row + c0 + k * L, acc[k] * splat<T>(scale));
+  }
 }
 
 template <class T, class I>
@@ -124,7 +155,7 @@ inline void sum_tail(const I* index, int64_t begin, int64_t end, const T* x, int
 
 template <class T, class I>
 void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-               T* out_row, bool accumulate, T scale) {
+               T* out_row, bool accumulate, T scale, bool streaming) {
   constexpr int L = Vec<T>::size;
   int64_t c0 = 0;
   bool prefetch = true;  // the first block's pass brings each whole row in
@@ -132,7 +163,8 @@ void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t w
     const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxVectors);
     switch (vectors) {
 #define GF_CASE(n) case n: sum_block<T, I, n>(index, begin, end, x, width, c0, out_row, \
-                                              accumulate, prefetch, scale); break;
+                                              accumulate, prefetch, scale, \
+                                              streaming); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4) GF_CASE(5) GF_CASE(6) GF_CASE(7) GF_CASE(8)
 #undef GF_CASE
     }
@@ -147,6 +179,9 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
               bool mean, int threads) {
   const int64_t tile = std::max<int64_t>(1, kTileBytes / (width * static_cast<int64_t>(sizeof(T))));
   const bool tiled = width > kMaxVectors * Vec<T>::size;
+  // Streaming stores need whole aligned vectors in every row (no scalar tail).
+  const bool streaming = rows * width * static_cast<int64_t>(sizeof(T)) >= kStreamBytes &&
+                         width % Vec<T>::size == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
     for (int64_t v = first; v < last; ++v) {
       const int64_t begin = ptr[v], end = ptr[v + 1];
@@ -157,15 +192,16 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
       }
       const T scale = mean ? T(1) / T(end - begin) : T(1);
       if (!tiled) {
-        sum_edges<T, I>(index, begin, end, x, width, out_row, false, scale);
+        sum_edges<T, I>(index, begin, end, x, width, out_row, false, scale, streaming);
         continue;
       }
       for (int64_t j = begin; j < end; j += tile) {
         const int64_t stop = std::min(end, j + tile);
         sum_edges<T, I>(index, j, stop, x, width, out_row, j != begin,
-                        stop == end ? scale : T(1));
+                        stop == end ? scale : T(1), streaming && stop == end);
       }
     }
+    if (streaming) stream_fence();
   });
 }
 
