@@ -94,8 +94,8 @@ def mean_grad_native(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
     if num_src and out.shape[1]:
         load().gf_mean_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                             colptr.data_ptr(), row.data_ptr(), rowptr.data_ptr(),
-                            values.data_ptr(), out.data_ptr(), num_src, out.shape[1],
-                            _threads(row.numel() * out.shape[1]))
+                            values.data_ptr(), out.data_ptr(), num_src, rowptr.shape[0] - 1,
+                            out.shape[1], _threads(row.numel() * out.shape[1]))
     return out.to(grad.dtype)
 
 
@@ -108,8 +108,8 @@ def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
     if num_src and out.shape[1]:
         load().gf_extreme_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                                colptr.data_ptr(), row.data_ptr(), arg.data_ptr(),
-                               values.data_ptr(), out.data_ptr(), num_src, out.shape[1],
-                               _threads(row.numel() * out.shape[1]))
+                               values.data_ptr(), out.data_ptr(), num_src, arg.shape[0],
+                               out.shape[1], _threads(row.numel() * out.shape[1]))
     return out.to(grad.dtype)
 
 
