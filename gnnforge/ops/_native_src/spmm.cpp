@@ -41,7 +41,10 @@ template <> struct Vec<double> {
 
 constexpr int kMaxVectors = 8;          // sum/mean: 8 accumulators, 8 registers to load into
 constexpr int kMaxExtremeVectors = 4;   // max/min with arg: value + arg accumulators
-constexpr int kPrefetchDistance = 8;    // edges ahead
+#ifndef GF_PREFETCH_DISTANCE
+#define GF_PREFETCH_DISTANCE 16
+#endif
+constexpr int kPrefetchDistance = GF_PREFETCH_DISTANCE;  // edges ahead
 constexpr int64_t kTileBytes = 16 * 1024;
 
 template <class T>
