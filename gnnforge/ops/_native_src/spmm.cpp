@@ -187,6 +187,20 @@ void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t w
     sum_tail<T, I, kW>(index, begin, end, x, width, c0, out_row, accumulate, scale, weight);
 }
 
+// Rows [first, last) when the width is exactly NV vectors: the block dispatch is hoisted
+// out of the row loop, which matters for low-degree graphs (Pubmed: 4.5 in-edges a row).
+template <class T, class I, int NV, bool kW>
+void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t first,
+                    int64_t last, bool mean, bool streaming, const T* weight) {
+  constexpr int64_t width = NV * Vec<T>::size;
+  for (int64_t v = first; v < last; ++v) {
+    const int64_t begin = ptr[v], end = ptr[v + 1];
+    const T scale = mean && end > begin ? T(1) / T(end - begin) : T(1);
+    sum_block<T, I, NV, kW>(index, begin, end, x, width, 0, out + v * width, false, true, scale,
+                            streaming, weight);
+  }
+}
+
 // out[v] = sum (mean) over entries j of row v of x[index[j]] (times weight[index[j]]).
 template <class T, class I, bool kW = false>
 void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, int64_t width,
@@ -196,7 +210,17 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
   // Streaming stores need whole aligned vectors in every row (no scalar tail).
   const bool streaming = rows * width * static_cast<int64_t>(sizeof(T)) >= kStreamBytes &&
                          width % Vec<T>::size == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0;
+  const int64_t exact = width % Vec<T>::size == 0 ? width / Vec<T>::size : 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
+    switch (exact) {
+#define GF_CASE(n) case n: sum_rows_exact<T, I, n, kW>(ptr, index, x, out, first, last, mean, \
+                                                       streaming, weight); \
+                           if (streaming) stream_fence(); \
+                           return;
+      GF_CASE(1) GF_CASE(2) GF_CASE(4) GF_CASE(8)
+#undef GF_CASE
+      default: break;
+    }
     for (int64_t v = first; v < last; ++v) {
       const int64_t begin = ptr[v], end = ptr[v + 1];
       T* out_row = out + v * width;
@@ -322,6 +346,8 @@ void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg
   const bool tiled = width > kMaxExtremeVectors * Vec<T>::size;
   const int64_t tile = tiled ? std::max<int64_t>(
       1, kTileBytes / (width * static_cast<int64_t>(sizeof(T)))) : INT64_MAX;
+  // Widths of exactly 1, 2 or 4 vectors: the block dispatch is hoisted out of the row loop.
+  const int64_t exact = !tiled && width % Vec<T>::size == 0 ? width / Vec<T>::size : 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
     for (int64_t v = first; v < last; ++v) {
       const int64_t begin = ptr[v], end = ptr[v + 1];
@@ -331,6 +357,14 @@ void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg
         std::memset(out_row, 0, width * sizeof(T));
         if (kArg) std::fill(arg_row, arg_row + width, int64_t(-1));
         continue;
+      }
+      switch (exact) {
+#define GF_CASE(n) case n: extreme_block<T, I, n, kMax, kArg>(index, begin, end, x, width, 0, \
+                                                               out_row, arg_row, false, true); \
+                           continue;
+        GF_CASE(1) GF_CASE(2) GF_CASE(4)
+#undef GF_CASE
+        default: break;
       }
       for (int64_t j = begin; j < end; j += std::min(tile, end - j)) {
         const int64_t stop = end - j > tile ? j + tile : end;
