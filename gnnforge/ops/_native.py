@@ -41,7 +41,7 @@ def _threads(work: int) -> int:
 
 def _empty(rows: int, width: int, dtype: torch.dtype) -> Tensor:
     out = torch.empty((rows, width), dtype=dtype)
-    nbytes = rows * width * (8 if dtype == torch.float64 else 4)
+    nbytes = rows * width * (4 if dtype == torch.float32 else 8)
     if nbytes >= _HUGE_BYTES:
         load().gf_advise_huge(out.data_ptr(), nbytes)
     return out
@@ -70,7 +70,7 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     rows, width = rowptr.shape[0] - 1, x.shape[1]
     out = _empty(rows, width, x.dtype)
     extreme = record_args and reduce in ("max", "min")
-    arg = torch.empty((rows, width) if extreme else (0,), dtype=torch.int64)
+    arg = _empty(rows, width, torch.int64) if extreme else torch.empty(0, dtype=torch.int64)
     if rows and width:
         load().gf_spmm_copy(_DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64,
                             rowptr.data_ptr(), index.data_ptr(), x.data_ptr(), out.data_ptr(),
