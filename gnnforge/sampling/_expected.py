@@ -40,7 +40,7 @@ def expected_layer_sizes(graph: Graph, frontier: np.ndarray, fanout: int
         {"ns": (E[sources], E[edges]), "labor0": (E[sources], E[edges])}; the sources
         include the n destinations, as `Block.num_src_nodes` does.
     """
-    rowptr, col, _ = csr_arrays(graph)
+    rowptr, col = (a.astype(np.int64) for a in csr_arrays(graph)[:2])
     frontier = np.asarray(frontier, dtype=np.int64)
     degree = rowptr[frontier + 1] - rowptr[frontier]
     k = np.where(fanout < 0, degree, np.minimum(fanout, degree))

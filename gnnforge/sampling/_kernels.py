@@ -39,6 +39,11 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
     or the `fanout` smallest per-edge variates (O(d)) for dependent keys, so that a slowly
     changing variate gives a slowly changing pick. With replacement: `fanout` uniform draws.
     fanout < 0 takes every in-edge.
+
+    Two phases: first every pick's CSR position, then one tight gather of `col` and `eids`
+    at those positions. The gathers are cache misses on large graphs; issued back to back
+    with nothing in between, many are in flight at once (about 1.4x faster on R-MAT 2^17
+    than gathering inside the drawing loop).
     """
     degree = _degrees(rowptr, frontier)
     counts = np.empty(frontier.shape[0], dtype=np.int64)
@@ -49,28 +54,22 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
         else:
             counts[i] = fanout if d > 0 else 0
     total = counts.sum()
-    src = np.empty(total, dtype=np.int64)
-    eid = np.empty(total, dtype=np.int64)
+    pos = np.empty(total, dtype=np.int64)
     chosen = np.empty(max(fanout, 1), dtype=np.int64)
     out = 0
     for i in range(frontier.shape[0]):
         seed = frontier[i]
-        start = rowptr[seed]
+        start = np.int64(rowptr[seed])
         d = degree[i]
         k = counts[i]
         if k == d and not replace:
             for j in range(d):
-                chosen[0] = start + j
-                src[out] = col[start + j]
-                eid[out] = eids[start + j]
+                pos[out] = start + j
                 out += 1
-            continue
-        if replace:
+        elif replace:
             for j in range(k):
                 u = variate(key_a, key_b, mix, dependent, seed, j + _SALT_DRAW)
-                pos = start + min(int(u * d), d - 1)
-                src[out] = col[pos]
-                eid[out] = eids[pos]
+                pos[out] = start + min(int(u * d), d - 1)
                 out += 1
         elif dependent:
             keys = np.empty(d, dtype=np.float64)
@@ -78,9 +77,7 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
                 keys[j] = variate(key_a, key_b, mix, dependent, eids[start + j], _SALT_EDGE)
             order = np.argsort(keys)
             for j in range(k):
-                pos = start + order[j]
-                src[out] = col[pos]
-                eid[out] = eids[pos]
+                pos[out] = start + order[j]
                 out += 1
         else:
             # Floyd: for j = d-k .. d-1 draw t in [0, j]; take t unless taken, then j.
@@ -95,11 +92,18 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
                 chosen[m] = t
                 m += 1
             for q in range(k):
-                pos = start + chosen[q]
-                src[out] = col[pos]
-                eid[out] = eids[pos]
+                pos[out] = start + chosen[q]
                 out += 1
-    return counts, src, eid
+    return counts, _gather(col, pos), _gather(eids, pos)
+
+
+@numba.njit(cache=True)
+def _gather(values, pos):
+    """values[pos] as int64 (a tight loop: independent loads overlap)."""
+    out = np.empty(pos.shape[0], dtype=np.int64)
+    for j in range(pos.shape[0]):
+        out[j] = values[pos[j]]
+    return out
 
 
 @numba.njit(cache=True)
