@@ -68,8 +68,8 @@ def _pyg_skip_reason() -> str | None:
     except ImportError as error:
         return f"torch_geometric not importable ({error})"
     if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
-        return ("PyG's NeighborLoader needs pyg-lib or torch-sparse, and neither is installed "
-                "for torch 2.13 (no wheels); torch.ops.pyg.neighbor_sample is absent")
+        return ("PyG's NeighborLoader needs pyg-lib or torch-sparse; neither imports here "
+                "(no wheels for torch 2.13; build torch-sparse from source to enable this peer)")
     return None
 
 
@@ -81,14 +81,47 @@ def _dgl_skip_reason() -> str | None:
     return None
 
 
-def _median_time(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def pyg_peers(graph, fanouts: list[int], batch: int) -> dict:
+    """PyG's samplers on `graph` (in-edges, like ours), as name -> fn(seeds) -> #nodes.
+
+    NeighborLoader(...)(seeds) is one loader step (sampling, relabelling and building the
+    `Data`; there are no features to slice). The raw op is the backend call alone. PyG's
+    num_neighbors go from the seeds outwards, ours input layer first: reversed.
+    """
+    import torch_geometric.typing as pyg_typing
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+
+    data = Data(edge_index=torch.stack([graph.src, graph.dst]), num_nodes=graph.num_nodes)
+    hops = fanouts[::-1]
+    loader = NeighborLoader(data, num_neighbors=hops, batch_size=batch)
+    backend = "pyg-lib" if pyg_typing.WITH_PYG_LIB else "torch-sparse"
+    peers = {f"PyG NeighborLoader ({backend})": lambda seeds: loader(seeds).num_nodes}
+    if not pyg_typing.WITH_PYG_LIB:
+        colptr, row, _ = graph.csr(torch.int64)  # CSR by destination = PyG's CSC
+
+        def raw(seeds):
+            node, _, _, _ = torch.ops.torch_sparse.neighbor_sample(colptr, row, seeds, hops,
+                                                                  False, True)
+            return node.numel()
+        peers["torch_sparse.neighbor_sample (raw op)"] = raw
+    return peers
+
+
+def _round_robin(fns: dict, batches: list, per_timing: dict, repeats: int) -> dict:
+    """Median seconds per batch of each fn, timed in turns (fn(seeds) -> sizes)."""
+    sizes = {name: [] for name in fns}
+    times = {name: [] for name in fns}
+    cursor = {name: 0 for name in fns}
+    for rep in range(repeats + 1):  # round 0 warms up
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(per_timing[name]):
+                sizes[name].append(fn(batches[cursor[name] % len(batches)]))
+                cursor[name] += 1
+            if rep:
+                times[name].append((time.perf_counter() - start) / per_timing[name])
+    return {name: (statistics.median(times[name]), sizes[name]) for name in fns}
 
 
 def throughput(args) -> None:
@@ -98,36 +131,39 @@ def throughput(args) -> None:
     fanouts, batch = [10, 10, 10], args.batch_size
     generator = torch.Generator().manual_seed(0)
     batches = [torch.randperm(graph.num_nodes, generator=generator)[:batch] for _ in range(64)]
-    print(f"graph {args.graph}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
-          f"(undirected); fanouts {fanouts}, batch {batch}, 1 thread, median of {args.repeats}")
     torch.set_num_threads(1)
-    rows = []
-    counter = iter(range(10**9))
-
-    def ours(sampler):
-        def run():
-            sizes.append([b.num_src_nodes for b in sampler.sample(
-                graph, batches[next(counter) % 64], generator)])
-        return run
-
-    def peer():
-        sizes.append(torch_vectorised_ns(rowptr, col, batches[next(counter) % 64], fanouts,
-                                         generator))
-
-    peer_time = None
-    for name, fn in [("torch-vectorised NS (peer)", peer),
-                     ("gnnforge NS", ours(NeighborSampler(fanouts))),
-                     ("gnnforge LABOR-0", ours(LaborSampler(fanouts)))]:
-        sizes = []
-        seconds = _median_time(fn, args.repeats)
-        peer_time = peer_time or seconds
+    fns = {"torch-vectorised NS (peer)": lambda seeds: torch_vectorised_ns(
+        rowptr, col, seeds, fanouts, generator)}
+    per_timing = {"torch-vectorised NS (peer)": 1}
+    pyg_reason = _pyg_skip_reason()
+    if pyg_reason is None:
+        for name, fn in pyg_peers(graph, fanouts, batch).items():
+            fns[name] = fn
+            per_timing[name] = args.per_timing
+    for name, sampler in (("gnnforge NS", NeighborSampler(fanouts)),
+                          ("gnnforge LABOR-0", LaborSampler(fanouts))):
+        fns[name] = lambda seeds, s=sampler: [b.num_src_nodes
+                                              for b in s.sample(graph, seeds, generator)]
+        per_timing[name] = args.per_timing
+    print(f"graph {args.graph}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
+          f"(undirected); fanouts {fanouts}, batch {batch}, 1 thread; median of {args.repeats} "
+          f"timings after a warm-up round, each over {args.per_timing} batches "
+          "(1 for the slow torch-vectorised peer), samplers timed in turns")
+    results = _round_robin(fns, batches, per_timing, args.repeats)
+    pyg_name = next((n for n in fns if n.startswith("PyG")), None)
+    ref_time = results["torch-vectorised NS (peer)"][0]
+    print("\n| sampler | seeds/s | vs torch-vectorised | "
+          + (f"vs {pyg_name} | " if pyg_name else "")
+          + "sampled vertices per layer (input first) |")
+    print("|---|---:|---:|" + ("---:|" if pyg_name else "") + "---|")
+    for name, (seconds, sizes) in results.items():
         mean = np.mean(sizes, axis=0)
-        rows.append((name, batch / seconds, peer_time / seconds, mean))
-    print("\n| sampler | seeds/s | speed vs peer | sampled vertices per layer (input first) |")
-    print("|---|---:|---:|---|")
-    for name, rate, ratio, mean in rows:
-        print(f"| {name} | {rate:,.0f} | {ratio:.2f}x | {' / '.join(f'{x:,.0f}' for x in mean)} |")
-    for peer_name, reason in (("PyG NeighborLoader", _pyg_skip_reason()),
+        layers = (" / ".join(f"{x:,.0f}" for x in mean) if np.ndim(mean)
+                  else f"{float(mean):,.0f} (all hops together)")
+        ratio_pyg = f" {results[pyg_name][0] / seconds:.2f}x |" if pyg_name else ""
+        print(f"| {name} | {batch / seconds:,.0f} | {ref_time / seconds:.2f}x |{ratio_pyg} "
+              f"{layers} |")
+    for peer_name, reason in (("PyG NeighborLoader", pyg_reason),
                               ("DGL NeighborSampler", _dgl_skip_reason())):
         print(f"\n{peer_name}: skipped: {reason}" if reason else f"\n{peer_name}: importable")
 
@@ -371,6 +407,7 @@ def main(argv=None) -> int:
     p.add_argument("--graph", default="rmat")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--per-timing", type=int, default=8, help="batches per timing")
     p = sub.add_parser("targets")
     p.add_argument("--graphs", nargs="+", default=[*REAL_GRAPHS, "rmat"])
     p.add_argument("--batch-size", type=int, default=1024)
