@@ -81,31 +81,57 @@ def _dgl_skip_reason() -> str | None:
     return None
 
 
-def pyg_peers(graph, fanouts: list[int], batch: int) -> dict:
-    """PyG's samplers on `graph` (in-edges, like ours), as name -> fn(seeds) -> #nodes.
+def _torch_sparse_op():
+    """torch.ops.torch_sparse.neighbor_sample (PyG's CPU sampling backend), or a reason.
+
+    Loaded from the compiled library alone when the `torch_sparse` package itself does not
+    import (it needs torch-scatter), so the backend can be timed without PyG's loader.
+    """
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("torch_sparse")
+    if spec is None or spec.origin is None:
+        return None, "torch-sparse is not installed"
+    folder = os.path.dirname(spec.origin)
+    try:
+        for library in ("_version_cpu.so", "_neighbor_sample_cpu.so"):
+            torch.ops.load_library(os.path.join(folder, library))
+        return torch.ops.torch_sparse.neighbor_sample, None
+    except (OSError, RuntimeError) as error:
+        return None, f"torch-sparse's compiled sampler does not load ({error})"
+
+
+def pyg_peers(graph, fanouts: list[int], batch: int) -> tuple[dict, list[str]]:
+    """PyG's samplers on `graph` (in-edges, like ours): (name -> fn(seeds) -> #nodes, notes).
 
     NeighborLoader(...)(seeds) is one loader step (sampling, relabelling and building the
     `Data`; there are no features to slice). The raw op is the backend call alone. PyG's
     num_neighbors go from the seeds outwards, ours input layer first: reversed.
     """
-    import torch_geometric.typing as pyg_typing
-    from torch_geometric.data import Data
-    from torch_geometric.loader import NeighborLoader
+    hops, peers, notes = fanouts[::-1], {}, []
+    reason = _pyg_skip_reason()
+    if reason is None:
+        import torch_geometric.typing as pyg_typing
+        from torch_geometric.data import Data
+        from torch_geometric.loader import NeighborLoader
 
-    data = Data(edge_index=torch.stack([graph.src, graph.dst]), num_nodes=graph.num_nodes)
-    hops = fanouts[::-1]
-    loader = NeighborLoader(data, num_neighbors=hops, batch_size=batch)
-    backend = "pyg-lib" if pyg_typing.WITH_PYG_LIB else "torch-sparse"
-    peers = {f"PyG NeighborLoader ({backend})": lambda seeds: loader(seeds).num_nodes}
-    if not pyg_typing.WITH_PYG_LIB:
+        data = Data(edge_index=torch.stack([graph.src, graph.dst]), num_nodes=graph.num_nodes)
+        loader = NeighborLoader(data, num_neighbors=hops, batch_size=batch)
+        backend = "pyg-lib" if pyg_typing.WITH_PYG_LIB else "torch-sparse"
+        peers[f"PyG NeighborLoader ({backend})"] = lambda seeds: loader(seeds).num_nodes
+    else:
+        notes.append(f"PyG NeighborLoader: skipped: {reason}")
+    op, op_reason = _torch_sparse_op()
+    if op is None:
+        notes.append(f"torch_sparse.neighbor_sample: skipped: {op_reason}")
+    else:
         colptr, row, _ = graph.csr(torch.int64)  # CSR by destination = PyG's CSC
 
         def raw(seeds):
-            node, _, _, _ = torch.ops.torch_sparse.neighbor_sample(colptr, row, seeds, hops,
-                                                                  False, True)
-            return node.numel()
-        peers["torch_sparse.neighbor_sample (raw op)"] = raw
-    return peers
+            return op(colptr, row, seeds, hops, False, True)[0].numel()
+        peers["PyG backend: torch_sparse.neighbor_sample (raw op)"] = raw
+    return peers, notes
 
 
 def _round_robin(fns: dict, batches: list, per_timing: dict, repeats: int) -> dict:
@@ -135,11 +161,10 @@ def throughput(args) -> None:
     fns = {"torch-vectorised NS (peer)": lambda seeds: torch_vectorised_ns(
         rowptr, col, seeds, fanouts, generator)}
     per_timing = {"torch-vectorised NS (peer)": 1}
-    pyg_reason = _pyg_skip_reason()
-    if pyg_reason is None:
-        for name, fn in pyg_peers(graph, fanouts, batch).items():
-            fns[name] = fn
-            per_timing[name] = args.per_timing
+    peers, notes = pyg_peers(graph, fanouts, batch)
+    for name, fn in peers.items():
+        fns[name] = fn
+        per_timing[name] = args.per_timing
     for name, sampler in (("gnnforge NS", NeighborSampler(fanouts)),
                           ("gnnforge LABOR-0", LaborSampler(fanouts))):
         fns[name] = lambda seeds, s=sampler: [b.num_src_nodes
@@ -151,9 +176,11 @@ def throughput(args) -> None:
           "(1 for the slow torch-vectorised peer), samplers timed in turns")
     results = _round_robin(fns, batches, per_timing, args.repeats)
     pyg_name = next((n for n in fns if n.startswith("PyG")), None)
+    pyg_label = pyg_name and ("PyG NeighborLoader" if "NeighborLoader" in pyg_name
+                              else "torch_sparse op")
     ref_time = results["torch-vectorised NS (peer)"][0]
     print("\n| sampler | seeds/s | vs torch-vectorised | "
-          + (f"vs {pyg_name} | " if pyg_name else "")
+          + (f"vs {pyg_label} | " if pyg_name else "")
           + "sampled vertices per layer (input first) |")
     print("|---|---:|---:|" + ("---:|" if pyg_name else "") + "---|")
     for name, (seconds, sizes) in results.items():
@@ -163,9 +190,11 @@ def throughput(args) -> None:
         ratio_pyg = f" {results[pyg_name][0] / seconds:.2f}x |" if pyg_name else ""
         print(f"| {name} | {batch / seconds:,.0f} | {ref_time / seconds:.2f}x |{ratio_pyg} "
               f"{layers} |")
-    for peer_name, reason in (("PyG NeighborLoader", pyg_reason),
-                              ("DGL NeighborSampler", _dgl_skip_reason())):
-        print(f"\n{peer_name}: skipped: {reason}" if reason else f"\n{peer_name}: importable")
+    for note in notes:
+        print(f"\n{note}")
+    reason = _dgl_skip_reason()
+    print(f"\nDGL NeighborSampler: skipped: {reason}" if reason else
+          "\nDGL NeighborSampler: importable, not measured by this script")
 
 
 # ----------------------------------------------------------------------------- targets
