@@ -68,8 +68,14 @@ def _pyg_skip_reason() -> str | None:
     except ImportError as error:
         return f"torch_geometric not importable ({error})"
     if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
-        return ("PyG's NeighborLoader needs pyg-lib or torch-sparse; neither imports here "
-                "(no wheels for torch 2.13; build torch-sparse from source to enable this peer)")
+        why = []
+        for package in ("pyg_lib", "torch_sparse"):
+            try:
+                __import__(package)
+            except Exception as error:  # a source build can fail at import in several ways
+                why.append(f"{package}: {type(error).__name__}: {error}")
+        return ("PyG's NeighborLoader needs pyg-lib or torch-sparse, and neither imports "
+                f"({'; '.join(why) or 'PyG did not detect them'})")
     return None
 
 
