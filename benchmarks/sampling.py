@@ -17,6 +17,7 @@ import math
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -123,7 +124,14 @@ def pyg_peers(graph, fanouts: list[int], batch: int) -> tuple[dict, list[str]]:
         from torch_geometric.loader import NeighborLoader
 
         data = Data(edge_index=torch.stack([graph.src, graph.dst]), num_nodes=graph.num_nodes)
-        loader = NeighborLoader(data, num_neighbors=hops, batch_size=batch)
+        with warnings.catch_warnings():  # "without pyg-lib is deprecated": noted below
+            warnings.simplefilter("ignore", UserWarning)
+            loader = NeighborLoader(data, num_neighbors=hops, batch_size=batch)
+        if not pyg_typing.WITH_PYG_LIB:
+            notes.append("PyG NeighborLoader runs on torch-sparse, PyG's older backend (PyG "
+                         "warns it is deprecated); pyg-lib, the current one, has no build "
+                         "here. PyG expands only the vertices new in each hop, so it samples "
+                         "fewer vertices than layer-wise blocks (ours, DGL's)")
         backend = "pyg-lib" if pyg_typing.WITH_PYG_LIB else "torch-sparse"
         peers[f"PyG NeighborLoader ({backend})"] = lambda seeds: loader(seeds).num_nodes
     else:
