@@ -113,37 +113,64 @@ def labor_layer(rowptr, col, eids, frontier, c, pi, use_pi, key_a, key_b, mix, d
     Returns the CSR pieces and each kept edge's weight, (1/p_ts) scaled so that a seed's
     weights sum to its number of kept edges (a plain mean of w * h is then the Hajek
     estimate of the full-neighbourhood mean).
+
+    r_t is hashed once per vertex into a table when the frontier has at least as many
+    in-edges as the graph has vertices (the deep layers), else once per edge; a first
+    pass marks the kept edges so that no variate is computed twice.
     """
     n = frontier.shape[0]
+    num_nodes = rowptr.shape[0] - 1
+    total = 0
+    for i in range(n):
+        total += rowptr[frontier[i] + 1] - rowptr[frontier[i]]
+    table = total >= num_nodes
+    r = _vertex_variates(num_nodes, key_a, key_b, mix, dependent) if table \
+        else np.empty(0, dtype=np.float64)
+    keep = np.zeros(total, dtype=np.bool_)
     counts = np.zeros(n, dtype=np.int64)
+    m = 0
     for i in range(n):
         seed = frontier[i]
         for j in range(rowptr[seed], rowptr[seed + 1]):
             t = col[j]
             p = c[i] * (pi[t] if use_pi else 1.0)
-            if variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX) <= p:
+            u = r[t] if table else variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX)
+            if u <= p:
+                keep[m] = True
                 counts[i] += 1
-    total = counts.sum()
-    src = np.empty(total, dtype=np.int64)
-    eid = np.empty(total, dtype=np.int64)
-    weight = np.empty(total, dtype=np.float64)
+            m += 1
+    kept = counts.sum()
+    src = np.empty(kept, dtype=np.int64)
+    eid = np.empty(kept, dtype=np.int64)
+    weight = np.empty(kept, dtype=np.float64)
     out = 0
+    m = 0
     for i in range(n):
         seed = frontier[i]
         first = out
         norm = 0.0
         for j in range(rowptr[seed], rowptr[seed + 1]):
-            t = col[j]
-            p = c[i] * (pi[t] if use_pi else 1.0)
-            if variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX) <= p:
+            if keep[m]:
+                t = col[j]
+                p = c[i] * (pi[t] if use_pi else 1.0)
                 src[out] = t
                 eid[out] = eids[j]
                 weight[out] = 1.0 / min(1.0, p)
                 norm += weight[out]
                 out += 1
+            m += 1
         for j in range(first, out):
             weight[j] *= (out - first) / norm
     return counts, src, eid, weight
+
+
+@numba.njit(cache=True)
+def _vertex_variates(num_nodes, key_a, key_b, mix, dependent):
+    """r_t of every vertex for one layer key."""
+    r = np.empty(num_nodes, dtype=np.float64)
+    for t in range(num_nodes):
+        r[t] = variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX)
+    return r
 
 
 @numba.njit(cache=True)
