@@ -24,10 +24,16 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from gnnforge.distributed import CooperativeSampler, partition_nodes, spawn
-from gnnforge.sampling import (BlockSAGE, DependentKeys, FeatureStore, LaborSampler,
-                               NeighborSampler, NodeSeeds)
 from gnnforge.data import CleanOptions, clean_graph, rmat
+from gnnforge.distributed import CooperativeSampler, partition_nodes, spawn
+from gnnforge.sampling import (
+    BlockSAGE,
+    DependentKeys,
+    FeatureStore,
+    LaborSampler,
+    NeighborSampler,
+    NodeSeeds,
+)
 from gnnforge.sampling._datasets import REAL_GRAPHS, load
 from gnnforge.sampling._expected import expected_layer_sizes
 from gnnforge.sampling._measure import measure
@@ -434,7 +440,7 @@ def cooperative(args) -> None:
             small = measure(graph, graph_name, sampler_name, [10, 10, 10],
                             args.global_batch // 2, 4)
             # vertices a process handles: destinations of every layer + the input rows
-            per_proc = lambda p, b: sum(p.vertices) + b  # noqa: E731
+            per_proc = lambda p, b: sum(p.vertices) + b
             predicted = (per_proc(big, args.global_batch) / 2) / per_proc(small, args.global_batch // 2)
             measured = summary["coop"]["vertices"] / summary["indep"]["vertices"]
             predictions.append((graph_name, sampler_name, predicted, measured,

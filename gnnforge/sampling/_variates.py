@@ -87,7 +87,7 @@ class DependentKeys:
         ValueError: when kappa is not a positive integer, inf or None.
     """
 
-    def __init__(self, kappa: int | float | None, seed: int = 0) -> None:
+    def __init__(self, kappa: float | None, seed: int = 0) -> None:
         if kappa is None:
             kappa = math.inf
         if not (kappa == math.inf or (float(kappa).is_integer() and kappa >= 1)):

@@ -2,12 +2,13 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from .sampling_helpers import check_blocks, random_multigraph, star_in
 
 from gnnforge.data import rmat
 from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler, uniform_variates
 from gnnforge.sampling._common import csr_arrays
 from gnnforge.sampling._kernels import labor_importance
+
+from .sampling_helpers import check_blocks, random_multigraph, star_in
 
 
 def labor0_ref(graph, seeds, fanouts, key):

@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from .sampling_helpers import check_blocks, random_multigraph, star_in
 
 from gnnforge.graph import Graph
 from gnnforge.sampling import DependentKeys, NeighborSampler
+
+from .sampling_helpers import check_blocks, random_multigraph, star_in
 
 
 def test_star_uniform_without_replacement():
