@@ -70,11 +70,21 @@ class NodeTask:
         self.train_nodes = torch.nonzero(graph.node_data["train_mask"]).flatten()
         self.name = f"node classification ({config.mode}-graph {config.model.upper()})"
         self.sampled = config.mode == "sampled"
+        # Read by the engine: every process takes its share of every batch.
+        self.cooperative = config.distributed == "cooperative"
         self._order = self.train_nodes
         if self.sampled:
             self._setup_sampler()
 
     def _setup_sampler(self) -> None:
+        if self.cooperative:
+            from gnnforge.train._cooperative import CooperativeBatches
+            from gnnforge.train._engine import init_distributed
+
+            rank, world = init_distributed()
+            self.sampler = CooperativeBatches(self.graph, self.config, rank, world)
+            self.name = self.name.replace(")", f", cooperative over {world} processes)")
+            return
         from gnnforge.train._sampled import SampledBatches
 
         self.sampler = SampledBatches(self.graph, self.config)
@@ -95,6 +105,12 @@ class NodeTask:
         return self.sampler.batch(index) if self.sampled else None
 
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]:
+        if self.cooperative:
+            share = batch.minibatch
+            logits = model(share.blocks, self.sampler.features(self.x, share.input_nodes),
+                           exchange=share.exchanges())
+            loss = F.cross_entropy(logits, self.y[share.seeds], reduction="sum")
+            return loss / batch.global_size, batch.global_size
         if self.sampled:
             blocks, input_nodes, seeds = batch
             logits = model(blocks, self.sampler.features(self.x, input_nodes))
