@@ -70,3 +70,31 @@ def test_feature_encoder_is_the_sum_of_column_embeddings():
     features = torch.tensor([[0, 4, 1], [2, 0, 0], [1, 3, 1]])
     expected = sum(encoder.embeddings[c](features[:, c]) for c in range(3))
     torch.testing.assert_close(encoder(features), expected)
+
+
+def test_masked_batch_norm_prefix_path_equals_general_path():
+    """Padding after the real rows (packed batches) takes the fused kernel; values, the
+    real rows' gradients and the running estimates equal the general masked path's."""
+    generator = torch.Generator().manual_seed(1)
+    fast, general = MaskedBatchNorm1d(6), MaskedBatchNorm1d(6)
+    for real, total in ((30, 37), (12, 12), (2, 9)):
+        x = torch.randn(total, 6, generator=generator, dtype=torch.float64) * 3 + 1
+        prefix = torch.arange(total) < real
+        shuffled = prefix[torch.randperm(total, generator=generator)]  # same count, no prefix
+        order = torch.argsort(~shuffled, stable=True)                    # real rows first
+        upstream = torch.randn(total, 6, generator=generator, dtype=torch.float64)
+        fast, general = fast.double(), general.double()
+        x_fast = x.clone().requires_grad_()
+        x_general = x[order.argsort()].clone().requires_grad_()         # rows where shuffled
+        out_fast = fast(x_fast, prefix)
+        out_general = general(x_general, shuffled)
+        torch.testing.assert_close(out_fast, out_general[order])
+        (out_fast[prefix] * upstream[prefix]).sum().backward()
+        (out_general[shuffled] * upstream[order.argsort()][shuffled]).sum().backward()
+        torch.testing.assert_close(x_fast.grad, x_general.grad[order])
+        for a, b in zip(fast.parameters(), general.parameters()):
+            torch.testing.assert_close(a.grad, b.grad)
+            a.grad = b.grad = None
+    torch.testing.assert_close(fast.running_mean, general.running_mean)
+    torch.testing.assert_close(fast.running_var, general.running_var)
+    assert int(fast.num_batches_tracked) == int(general.num_batches_tracked) == 3
