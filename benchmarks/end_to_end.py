@@ -361,8 +361,25 @@ def moses_tpsa(count: int) -> list[Graph]:
     return graphs
 
 
+class OgbEncoder(nn.Module):
+    """OGB's AtomEncoder / BondEncoder (ogb.graphproppred.mol_encoder): the sum of one
+    nn.Embedding lookup per feature column, as PyG's OGB examples use it. Same parameter
+    names as gnnforge's FeatureEncoder, whose embedding_bag computes the same sum."""
+
+    def __init__(self, vocabulary_sizes, dim: int) -> None:
+        super().__init__()
+        self.embeddings = nn.ModuleList(nn.Embedding(v, dim) for v in vocabulary_sizes)
+
+    def forward(self, features):
+        out = 0
+        for column, embedding in enumerate(self.embeddings):
+            out = out + embedding(features[:, column])
+        return out
+
+
 class PygMoleculeGIN(nn.Module):
-    """gnnforge's MoleculeGIN with PyG's GINEConv and pooling (same parameter names)."""
+    """gnnforge's MoleculeGIN with PyG's GINEConv and pooling and OGB's encoders (same
+    parameter names, weights loaded from the gnnforge model)."""
 
     def __init__(self, reference) -> None:
         super().__init__()
@@ -370,8 +387,10 @@ class PygMoleculeGIN(nn.Module):
 
         import copy
 
-        self.atom_encoder = copy.deepcopy(reference.atom_encoder)
-        self.bond_encoders = copy.deepcopy(reference.bond_encoders)
+        hidden = reference.head.in_features
+        self.atom_encoder = OgbEncoder(reference.atom_encoder.vocabulary_sizes, hidden)
+        self.bond_encoders = nn.ModuleList(OgbEncoder(bond.vocabulary_sizes, hidden)
+                                           for bond in reference.bond_encoders)
         self.convs = nn.ModuleList(GINEConv(nn.Identity(), train_eps=True)
                                    for _ in reference.convs)
         self.mlps = copy.deepcopy(reference.mlps)

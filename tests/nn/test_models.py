@@ -3,6 +3,9 @@ ignore padding and agree between a full graph and blocks."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
 import torch
 
 from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
@@ -63,13 +66,28 @@ def test_node_classifier_blocks_equal_full_graph_when_blocks_are_full():
     torch.testing.assert_close(model([graph, graph], x), full)
 
 
-def test_feature_encoder_is_the_sum_of_column_embeddings():
+@pytest.mark.parametrize("sizes", [(3, 5, 2), ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, (1,)])
+def test_feature_encoder_is_the_sum_of_column_embeddings(sizes):
+    """Both paths (a table of all combinations, and one gather) against C lookups."""
     from gnnforge.nn import FeatureEncoder
 
-    encoder = FeatureEncoder((3, 5, 2), 4)
-    features = torch.tensor([[0, 4, 1], [2, 0, 0], [1, 3, 1]])
-    expected = sum(encoder.embeddings[c](features[:, c]) for c in range(3))
-    torch.testing.assert_close(encoder(features), expected)
+    torch.manual_seed(0)
+    encoder = FeatureEncoder(sizes, 4).double()
+    assert (encoder.combinations is not None) == (math.prod(sizes) <= 4096)
+    generator = torch.Generator().manual_seed(1)
+    for rows in (0, 1, 37):
+        features = torch.stack([torch.randint(0, v, (rows,), generator=generator)
+                                for v in sizes], 1)
+        upstream = torch.randn(rows, 4, generator=generator, dtype=torch.float64)
+        (encoder(features) * upstream).sum().backward()
+        fast = [e.weight.grad.clone() for e in encoder.embeddings]
+        encoder.zero_grad()
+        expected = sum(encoder.embeddings[c](features[:, c]) for c in range(len(sizes)))
+        (expected * upstream).sum().backward()
+        torch.testing.assert_close(encoder(features), expected)
+        for grad, embedding in zip(fast, encoder.embeddings):
+            torch.testing.assert_close(grad, embedding.weight.grad)
+        encoder.zero_grad()
 
 
 def test_masked_batch_norm_prefix_path_equals_general_path():
@@ -98,3 +116,22 @@ def test_masked_batch_norm_prefix_path_equals_general_path():
     torch.testing.assert_close(fast.running_mean, general.running_mean)
     torch.testing.assert_close(fast.running_var, general.running_var)
     assert int(fast.num_batches_tracked) == int(general.num_batches_tracked) == 3
+
+
+def test_molecule_gin_joined_bond_lookup_equals_per_layer_encoders():
+    graphs = molecules(5, seed=3)
+    batch = GraphBatch.from_graphs(graphs).pad(60, 80, 7)
+    torch.manual_seed(1)
+    model = MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=8, num_layers=3)
+    edge_attr = batch.edge_data["edge_attr"]
+    joined = model._bond_embeddings(edge_attr)
+    upstream = [torch.randn_like(j) for j in joined]
+    sum(((j * u).sum() for j, u in zip(joined, upstream))).backward()
+    fast = [p.grad.clone() for p in model.bond_encoders.parameters()]
+    model.zero_grad()
+    separate = [bond(edge_attr) for bond in model.bond_encoders]
+    sum(((s * u).sum() for s, u in zip(separate, upstream))).backward()
+    for a, b in zip(joined, separate):
+        torch.testing.assert_close(a, b)
+    for a, p in zip(fast, model.bond_encoders.parameters()):
+        torch.testing.assert_close(a, p.grad)
