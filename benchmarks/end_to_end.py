@@ -123,8 +123,9 @@ def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled
 
     # Mostly-zero inputs (Planetoid bag-of-words) go in as SparseFeatures, built once per
     # dataset like PyG's dataset tensors: dropout and X W then touch only the non-zeros.
-    sparse = SparseFeatures.from_dense(x)
-    x_ours = sparse if sparse.density < SPARSE_INPUT_DENSITY else x
+    density = int(torch.count_nonzero(x)) / max(x.numel(), 1)
+    sparse = SparseFeatures.from_dense(x) if density < SPARSE_INPUT_DENSITY else None
+    x_ours = sparse if sparse is not None else x
 
     def trainer(model, call):
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
@@ -151,8 +152,44 @@ def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled
               accuracy(ours, run_ours) if labelled else None,
               accuracy(theirs, run_theirs) if labelled else None,
               ("" if labelled else "random features/labels; ")
-              + (f"gnnforge: sparse input ({sparse.density:.2%} non-zero)"
-                 if x_ours is sparse else "dense input"))
+              + (f"gnnforge: sparse input ({density:.2%} non-zero)"
+                 if sparse is not None else "dense input"))
+
+
+def accuracy_spread(name: str, graph: Graph, data, args) -> None:
+    """Test accuracy over seeds 0..K-1 (weights and dropout) after 1 + --epochs steps.
+
+    The sparse input path draws dropout masks for the non-zeros only, so its random
+    stream differs from PyG's dense one; this shows that the accuracies agree within the
+    seed-to-seed spread. Untimed.
+    """
+    from gnnforge.nn import SparseFeatures
+
+    x, y, train, test = data["x"], data["y"], data["train_mask"], data["test_mask"]
+    sparse = SparseFeatures.from_dense(x)
+    edge_index = torch.stack([graph.src, graph.dst])
+    classes = int(y.max()) + 1
+    results: dict[str, list[float]] = {"gnnforge (sparse input)": [], "PyG": []}
+    for seed in range(args.accuracy_seeds):
+        for side, model, call in (
+                ("gnnforge (sparse input)", OurGCN, lambda m: m(graph, sparse)),
+                ("PyG", PygGCN, lambda m: m(edge_index, x))):
+            torch.manual_seed(seed)
+            net = model(x.shape[1], 16, classes)
+            optimizer = torch.optim.Adam(net.parameters(), lr=0.01, weight_decay=5e-4)
+            net.train()
+            for _ in range(args.epochs + 1):
+                optimizer.zero_grad()
+                F.cross_entropy(call(net)[train], y[train]).backward()
+                optimizer.step()
+            net.eval()
+            with torch.no_grad():
+                results[side].append(float((call(net)[test].argmax(1) == y[test]).float()
+                                           .mean()))
+    cells = [f"{statistics.mean(v):.3f} +- {statistics.stdev(v):.3f}" if len(v) > 1
+             else f"{v[0]:.3f}" for v in results.values()]
+    print(f"| GCN {name}, test accuracy over {args.accuracy_seeds} seeds "
+          f"({args.epochs + 1} steps) | {cells[0]} | {cells[1]} |", flush=True)
 
 
 def planetoid(name: str):
@@ -171,8 +208,13 @@ def gcn_rows(rows, args) -> None:
     for name in ("cora", "citeseer", "pubmed"):
         graph = planetoid(name)
         data = graph.node_data
+        if args.accuracy_seeds:
+            accuracy_spread(name, graph, data, args)
+            continue
         full_graph_row(rows, name, graph, data["x"], data["y"], data["train_mask"],
                        data["test_mask"], args.epochs)
+    if args.accuracy_seeds:
+        return
     from gnnforge.data import read_edge_list
 
     path = shared_datasets_dir() / "snap_soc_slashdot0902" / "soc-Slashdot0902.txt.gz"
@@ -241,8 +283,17 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
     seeds = NodeSeeds(train, 1024, seed=0)
     steps = min(len(seeds), args.sage_steps)
     graph.csr()  # both sides share the sampler; build the CSR outside the timing
+    from gnnforge.nn import SparseFeatures
 
-    def trainer(model, convert):
+    # Mostly-zero inputs (PubMed's TF-IDF) stay sparse on the gnnforge side: a batch
+    # gathers the non-zeros of its input rows and layer 0 projects over them.
+    density = int(torch.count_nonzero(x)) / max(x.numel(), 1)
+    sparse = SparseFeatures.from_dense(x) if density < SPARSE_INPUT_DENSITY else None
+    gather_ours = ((lambda nodes: sparse.rows(nodes)) if sparse is not None
+                   else (lambda nodes: x[nodes]))
+    gather_theirs = lambda nodes: x[nodes]  # noqa: E731
+
+    def trainer(model, convert, gather):
         optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
         generator = torch.Generator().manual_seed(0)
         state = {"epoch": 0}
@@ -255,13 +306,13 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
                 if step == steps:
                     break
                 blocks = sampler.sample(graph, batch, generator=generator)
-                logits = model(convert(blocks), x[blocks[0].src_nodes])
+                logits = model(convert(blocks), gather(blocks[0].src_nodes))
                 optimizer.zero_grad()
                 F.cross_entropy(logits, y[batch]).backward()
                 optimizer.step()
         return epoch
 
-    def accuracy(model, convert):
+    def accuracy(model, convert, gather):
         if not labelled:
             return None
         model.eval()
@@ -270,21 +321,25 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
         with torch.no_grad():
             for batch in NodeSeeds(test, 1024, shuffle=False):
                 blocks = sampler.sample(graph, batch, generator=generator)
-                logits = model(convert(blocks), x[blocks[0].src_nodes])
+                logits = model(convert(blocks), gather(blocks[0].src_nodes))
                 correct += int((logits.argmax(1) == y[batch]).sum())
         return correct / test.numel()
 
-    t_ours = timed_epochs(trainer(ours, lambda b: b), args.sage_epochs)
-    t_theirs = timed_epochs(trainer(theirs, pyg_blocks), args.sage_epochs)
-    model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args)
+    t_ours = timed_epochs(trainer(ours, lambda b: b, gather_ours), args.sage_epochs)
+    t_theirs = timed_epochs(trainer(theirs, pyg_blocks, gather_theirs), args.sage_epochs)
+    model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps,
+                   (gather_ours, gather_theirs), y, args)
     note = ("PyG model on gnnforge-sampled blocks (no pyg-lib/torch-sparse for "
             "NeighborLoader)") if not pyg_sampling() else ""
     print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch)", t_ours,
-              t_theirs, accuracy(ours, lambda b: b), accuracy(theirs, pyg_blocks),
-              note + ("" if labelled else "; random features/labels"))
+              t_theirs, accuracy(ours, lambda b: b, gather_ours),
+              accuracy(theirs, pyg_blocks, gather_theirs),
+              note + ("" if labelled else "; random features/labels")
+              + (f"; gnnforge: sparse input ({density:.2%} non-zero)"
+                 if sparse is not None else ""))
 
 
-def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args):
+def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, gathers, y, args):
     """Forward+backward of both models on the same pre-sampled batches (no sampling)."""
     seeds.set_epoch(0)
     generator = torch.Generator().manual_seed(2)
@@ -293,13 +348,15 @@ def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y,
         if step == steps:
             break
         blocks = sampler.sample(graph, batch, generator=generator)
-        batches.append((blocks, pyg_blocks(blocks), x[blocks[0].src_nodes], y[batch]))
+        batches.append((blocks, pyg_blocks(blocks), gathers[0](blocks[0].src_nodes),
+                        gathers[1](blocks[0].src_nodes), y[batch]))
 
     def run(model, pyg: bool):
         def epoch():
-            for blocks, converted, features, labels in batches:
+            for blocks, converted, ours_x, theirs_x, labels in batches:
                 model.zero_grad()
-                F.cross_entropy(model(converted if pyg else blocks, features), labels).backward()
+                F.cross_entropy(model(converted, theirs_x) if pyg else model(blocks, ours_x),
+                                labels).backward()
         return epoch
 
     print_row(rows, f"SAGE model only, {name} ({steps} pre-sampled batches)",
@@ -498,6 +555,9 @@ def main() -> int:
     parser.add_argument("--gin-epochs", type=int, default=5)
     parser.add_argument("--molecules", type=int, default=20000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--accuracy-seeds", type=int, default=0,
+                        help="GCN Planetoid rows: instead of timing, report test accuracy "
+                             "mean +- std over this many seeds for both sides")
     args = parser.parse_args()
     from gnnforge.train._cli import set_threads
 
@@ -505,9 +565,12 @@ def main() -> int:
     print(f"torch {torch.__version__}, torch_geometric "
           f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
     print(dgl_reason())
-    print("| workload | gnnforge ms/epoch | PyG ms/epoch | ratio | gnnforge acc | PyG acc | "
-          "note |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    if args.accuracy_seeds:
+        print("| workload | gnnforge acc | PyG acc |\n| --- | --- | --- |")
+    else:
+        print("| workload | gnnforge ms/epoch | PyG ms/epoch | ratio | gnnforge acc | PyG acc "
+              "| note |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
     rows: list = []
     chosen = args.rows.split(",")
     for name, function in (("gcn", gcn_rows), ("sage", sage_rows), ("gin", gin_rows)):

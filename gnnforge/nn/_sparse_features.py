@@ -26,8 +26,9 @@ class SparseFeatures:
 
     Build one with `SparseFeatures.from_dense(x)` once per dataset; `dropout` returns a
     new view with masked values (the structure, and its compressed formats, are shared).
-    `GCNConv` accepts it as x (the first layer of a GCN on bag-of-words inputs); other
-    code can project it with `matmul`.
+    `GCNConv` and `SAGEConv` (mean and sum) accept it as x (the first layer of a model
+    on bag-of-words inputs); `rows` gathers a sampled minibatch's input rows without
+    densifying them; other code can project it with `matmul`.
 
     Attributes:
         structure: kernel-protocol view, feature f -> row n for every non-zero X[n, f].
@@ -78,6 +79,31 @@ class SparseFeatures:
             return SparseFeatures(self.structure, torch.zeros_like(self.values), self.shape)
         keep = torch.empty_like(self.values).bernoulli_(1.0 - p)
         return SparseFeatures(self.structure, self.values * keep / (1.0 - p), self.shape)
+
+    def rows(self, index: Tensor) -> SparseFeatures:
+        """The [len(index), F] matrix of rows `index` (int64, any order, repeats allowed)."""
+        index = torch.as_tensor(index, dtype=torch.int64)
+        if index.dim() != 1:
+            raise ValueError(f"SparseFeatures.rows: index must be 1-D, got shape "
+                             f"{tuple(index.shape)}")
+        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= self.shape[0]):
+            raise ValueError(f"SparseFeatures.rows: index must lie in [0, {self.shape[0]}), got "
+                             f"values in [{int(index.min())}, {int(index.max())}]")
+        rowptr, _, edge_ids = self.structure.csr()
+        starts, counts = rowptr[index], rowptr[index + 1] - rowptr[index]          # [n]
+        new_rows = torch.repeat_interleave(torch.arange(index.numel()), counts)    # [nnz']
+        first = torch.cumsum(counts, 0) - counts                                    # [n]
+        positions = edge_ids[starts[new_rows] + torch.arange(new_rows.numel()) - first[new_rows]]
+        src, _ = self.structure.coo()
+        structure = BipartiteGraph(src[positions], new_rows, self.shape[1], index.numel())
+        return SparseFeatures(structure, self.values[positions],
+                              (int(index.numel()), self.shape[1]))
+
+    def head(self, count: int) -> SparseFeatures:
+        """The first `count` rows (a block's destinations are its first sources)."""
+        if count == self.shape[0]:
+            return self
+        return self.rows(torch.arange(count))
 
     def matmul(self, other: Tensor) -> Tensor:
         """X @ other for `other` [F, O] (with autograd to `other`): [N, O]."""

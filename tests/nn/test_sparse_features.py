@@ -101,3 +101,43 @@ def test_bad_inputs_are_refused():
         sparse.matmul(torch.ones(3, 2))
     with pytest.raises(ValueError, match="must have 5 columns"):
         GCNConv(5, 2)(Graph(torch.tensor([0]), torch.tensor([1]), 4), sparse)
+
+
+def test_rows_gathers_like_dense_indexing():
+    x = _sparse_matrix(20, 9, 0.2, seed=7)
+    sparse = SparseFeatures.from_dense(x)
+    for index in (torch.tensor([3, 3, 0, 19, 7]), torch.zeros(0, dtype=torch.int64),
+                  torch.randperm(20)):
+        picked = sparse.rows(index)
+        assert picked.shape == (index.numel(), 9)
+        assert torch.equal(picked.to_dense(), x[index])
+    assert torch.equal(sparse.head(4).to_dense(), x[:4]) and sparse.head(20) is sparse
+    with pytest.raises(ValueError, match=r"index must lie in \[0, 20\)"):
+        sparse.rows(torch.tensor([20]))
+
+
+@pytest.mark.parametrize("aggr", ["mean", "sum"])
+def test_sage_conv_sparse_input_on_blocks_equals_dense(aggr):
+    from gnnforge.nn import SAGEConv
+    from gnnforge.sampling import NeighborSampler
+
+    graph = _graph_with_loops_and_multi_edges(60, 2)
+    x = _sparse_matrix(graph.num_nodes, 25, 0.1, 2, dtype=torch.float32)
+    sparse = SparseFeatures.from_dense(x)
+    blocks = NeighborSampler([4]).sample(graph, torch.arange(0, 60, 3),
+                                         generator=torch.Generator().manual_seed(0))
+    inputs = blocks[0].src_nodes
+    torch.manual_seed(0)
+    conv = SAGEConv(25, 6, aggr=aggr)
+    for structure in (graph, blocks[0]):
+        dense_x = x if structure is graph else x[inputs]
+        sparse_x = sparse if structure is graph else sparse.rows(inputs)
+        out_dense = conv(structure, dense_x)
+        grads_dense = torch.autograd.grad(out_dense.square().sum(), list(conv.parameters()))
+        out_sparse = conv(structure, sparse_x)
+        grads_sparse = torch.autograd.grad(out_sparse.square().sum(), list(conv.parameters()))
+        torch.testing.assert_close(out_sparse, out_dense, rtol=1e-5, atol=1e-6)
+        for a, b in zip(grads_sparse, grads_dense):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="linear aggregator"):
+        SAGEConv(25, 6, aggr="max")(graph, sparse)
