@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge.nn._sage_conv import SAGEConv
+from gnnforge.nn._sparse_features import SparseFeatures
 
 __all__ = ["NodeClassifier"]
 
@@ -34,7 +35,8 @@ class NodeClassifier(nn.Module):
     blocks[0]'s source nodes and the output has one row per destination of blocks[-1]).
     With `exchange` (cooperative minibatching, `CooperativeMinibatch.exchanges()`), x holds
     the rows this process owns, and before layer l `exchange[l]` turns the owned rows into
-    the rows of blocks[l]'s sources.
+    the rows of blocks[l]'s sources. x may be `SparseFeatures` (mean/sum SAGE or GCN):
+    the input dropout and the first projection then touch only its non-zeros.
 
     Args:
         in_channels, hidden, num_classes: widths. num_layers: L >= 1.
@@ -53,7 +55,7 @@ class NodeClassifier(nn.Module):
                                    for i in range(num_layers))
         self.dropout = dropout
 
-    def forward(self, graph: Any | Sequence[Any], x: Tensor,
+    def forward(self, graph: Any | Sequence[Any], x: Tensor | SparseFeatures,
                 exchange: Sequence[Callable[[Tensor], Tensor]] | None = None) -> Tensor:
         blocks = list(graph) if isinstance(graph, list | tuple) else [graph] * len(self.convs)
         if len(blocks) != len(self.convs):
@@ -65,7 +67,8 @@ class NodeClassifier(nn.Module):
         for layer, (conv, block) in enumerate(zip(self.convs, blocks)):
             if exchange is not None:
                 x = exchange[layer](x)
-            x = F.dropout(x, self.dropout, self.training)
+            x = (x.dropout(self.dropout, self.training) if isinstance(x, SparseFeatures)
+                 else F.dropout(x, self.dropout, self.training))
             x = conv(block, x)
             if layer != len(self.convs) - 1:
                 x = F.relu(x)
