@@ -289,9 +289,11 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
     # gathers the non-zeros of its input rows and layer 0 projects over them.
     density = int(torch.count_nonzero(x)) / max(x.numel(), 1)
     sparse = SparseFeatures.from_dense(x) if density < SPARSE_INPUT_DENSITY else None
+    # index_select, as PyG's NeighborLoader gathers a batch's features (filter_data); on
+    # one thread it is about 6x faster than x[nodes] for these [29k, 64] gathers.
     gather_ours = ((lambda nodes: sparse.rows(nodes)) if sparse is not None
-                   else (lambda nodes: x[nodes]))
-    gather_theirs = lambda nodes: x[nodes]  # noqa: E731
+                   else (lambda nodes: x.index_select(0, nodes)))
+    gather_theirs = lambda nodes: x.index_select(0, nodes)  # noqa: E731
 
     def trainer(model, convert, gather):
         optimizer = torch.optim.Adam(model.parameters(), lr=0.003)

@@ -91,7 +91,9 @@ class CooperativeBatches:
 
     def features(self, x: Tensor, input_nodes: Tensor) -> Tensor:
         """[n, F] input features of this process's owned `input_nodes` (cache when enabled)."""
-        return self.store.fetch(input_nodes) if self.store is not None else x[input_nodes]
+        if self.store is not None:
+            return self.store.fetch(input_nodes)
+        return x.index_select(0, input_nodes)
 
     def epoch_stats(self) -> dict[str, float]:
         """Collective: edges sampled and embedding rows exchanged per global batch."""

@@ -71,7 +71,8 @@ class SampledBatches:
         the feature cache when enabled."""
         if self.store is not None:
             return self.store.fetch(input_nodes)
-        return x[input_nodes] if isinstance(x, Tensor) else x.rows(input_nodes)
+        # index_select: on one thread several times faster than x[input_nodes].
+        return x.index_select(0, input_nodes) if isinstance(x, Tensor) else x.rows(input_nodes)
 
     def epoch_stats(self) -> dict[str, float]:
         stats = {"sampled_edges_per_batch": self._edges / max(self._batches, 1)}
