@@ -30,7 +30,12 @@ CHECKPOINT = "checkpoint.pt"
 
 
 class Task(Protocol):
-    """What a task gives the loop. Batch order must depend only on (seed, epoch)."""
+    """What a task gives the loop. Batch order must depend only on (seed, epoch).
+
+    Optional attribute `cooperative` (default False): under torch.distributed every
+    process takes its share of every batch (`batch(step)` on all ranks, the loss being
+    that share of the global loss) and the loop sums gradients instead of using DDP.
+    """
 
     name: str
     metric: str                 # validation metric used for early stopping, e.g. 'val_mae'
