@@ -11,8 +11,9 @@ large-item bound: each pattern holds at most one item above half a limit).
 
 Column generation solves it without listing the patterns: the restricted master LP over
 the patterns found so far gives duals pi; pricing finds the pattern maximising pi . a (a
-bounded multi-dimensional knapsack, solved exactly with HiGHS through scipy's `milp`,
-plus cheap greedy columns); a pattern with pi . a > 1 improves the master. At any
+bounded multi-dimensional knapsack, solved exactly by `_knapsack.py`: dynamic programming
+on the capacity grid, or HiGHS when the grid is large or the graph cap can bind; plus
+cheap greedy columns); a pattern with pi . a > 1 improves the master. At any
 iteration, if U >= max_a pi . a (the knapsack's proven upper bound), then pi / U is
 dual feasible and pi . counts / U <= z_LP (Farley's bound), so a valid bound is available
 whenever the time budget runs out, not only at convergence. Pricing is done at a
@@ -20,7 +21,7 @@ smoothed dual (Wentges: halfway between the best-bound dual and the current one)
 cuts the tail of slow iterations.
 
 Cost: each iteration is one LP over the columns found so far (milliseconds for molecule
-histograms) and one knapsack MILP over the B bins (tens of milliseconds); molecule
+histograms) and one knapsack (milliseconds by DP on molecule limits); molecule
 datasets converge in 100 to 200 iterations. It is meant for histograms of at most
 `MAX_BINS` bins and runs under a time budget.
 """
@@ -32,6 +33,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from gnnforge.packing._knapsack import solve_knapsack
 
 __all__ = ["LPBound", "MAX_BINS", "column_generation", "simple_bound"]
 
@@ -125,27 +128,6 @@ def _greedy_patterns(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray, c
     return patterns
 
 
-def _price(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray, max_items: int | None,
-           pi: np.ndarray, time_limit: float) -> tuple[np.ndarray | None, float]:
-    """Best pattern for duals pi and a proven upper bound on max_a pi . a (inf if none)."""
-    from scipy.optimize import Bounds, LinearConstraint, milp  # scipy.optimize is slow to import
-
-    rows = [bins.T.astype(np.float64)]
-    upper = [limits.astype(np.float64)]
-    if max_items:
-        rows.append(np.ones((1, counts.size)))
-        upper.append(np.array([float(max_items)]))
-    result = milp(-pi, constraints=LinearConstraint(np.vstack(rows), -np.inf, np.concatenate(upper)),
-                  integrality=np.ones(counts.size), bounds=Bounds(0, counts.astype(np.float64)),
-                  options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": 1e-7})
-    dual = getattr(result, "mip_dual_bound", None)
-    upper_bound = -float(dual) if dual is not None and np.isfinite(dual) else math.inf
-    if result.x is None:
-        return None, upper_bound
-    pattern = np.round(result.x).astype(np.int64)
-    return pattern, max(upper_bound, float(pi @ pattern))
-
-
 def _solve_master(columns: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """min sum x s.t. columns.T x >= counts, x >= 0; returns (value, x, duals >= 0)."""
     from scipy.optimize import linprog
@@ -193,7 +175,7 @@ def column_generation(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
                if pi @ p > 1 + 1e-9 and p.tobytes() not in seen]
         if not new or iterations % 5 == 0:
             smoothed = pi if center is None else 0.5 * (center + pi)
-            pattern, upper = _price(bins, counts, limits, max_items, smoothed, left)
+            pattern, upper = solve_knapsack(bins, counts, limits, max_items, smoothed, left)
             if 0 < upper < math.inf:
                 farley = float(smoothed @ counts) / (upper * (1 + 1e-9))
                 if farley > lower:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gnnforge.packing import pack, size_histogram
 from gnnforge.packing._column_generation import column_generation, simple_bound
 from gnnforge.packing._histogram import histogram_arrays
+from gnnforge.packing._knapsack import knapsack_dp, knapsack_milp
 from gnnforge.packing._refine import patterns_to_shapes
 
 from .test_pack import _check_plan
@@ -136,3 +137,20 @@ def test_patterns_to_shapes_drops_surplus_and_conserves_items():
 def test_refine_rejects_a_negative_budget():
     with pytest.raises(ValueError, match="refine"):
         pack({(1, 1): 2}, (2, 2), refine=-1)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instance=tiny_instances(), seed=st.integers(0, 2**31 - 1))
+def test_knapsack_dp_equals_milp(instance, seed):
+    items, limits, _ = instance
+    bins, counts = histogram_arrays(size_histogram(items))
+    rng = np.random.default_rng(seed)
+    pi = rng.random(counts.size) * (rng.random(counts.size) < 0.8)  # some duals zero
+    solved = knapsack_dp(bins, counts, limits, pi)
+    assert solved is not None
+    pattern, value = solved
+    reference, upper = knapsack_milp(bins, counts, limits, None, pi, 10.0)
+    assert value == pytest.approx(float(pi @ reference), abs=1e-9)
+    assert value == pytest.approx(float(pi @ pattern), abs=1e-9) and value <= upper + 1e-9
+    assert (pattern >= 0).all() and (pattern <= counts).all()
+    assert (pattern @ bins <= limits).all()
