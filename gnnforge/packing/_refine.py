@@ -1,15 +1,19 @@
 """LP refinement: turn the column-generation LP into a plan with fewer packs.
 
-After the heuristic plan (LPFHP/SPFHP and the improvement step), `refine_packing` runs
-column generation (`_column_generation.py`) from the plan's own pack shapes, then builds
-integer plans from the LP and keeps the best of:
+After the heuristic plan (LPFHP/SPFHP and the improvement step), `refine_packing` first
+repacks the emptiest packs by local search (`_local_search.py`, up to half of the
+budget), then runs column generation (`_column_generation.py`) from the plan's own pack
+shapes, builds integer plans from the LP, and keeps the best of:
 
-- the heuristic plan itself (so refinement never adds packs);
+- the plan so far (so refinement never adds packs);
 - floor rounding: floor(lambda_p) packs of every pattern, the items left over packed by
   histogram packing with the improvement step (the classic residual heuristic for
   cutting stock; the residual is small, so this is within a few packs of the LP);
 - the restricted master MILP: integer lambda over the patterns found, solved by HiGHS
-  within what is left of the time budget.
+  within half of what is left of the time budget;
+
+and, when that is still above the bound, gives the rest of the budget to the local
+search again. Every stage stops as soon as a plan meets the proven bound.
 
 LP patterns may cover a bin more often than it has items (the LP constraint is >=);
 `patterns_to_shapes` drops the surplus items, which keeps every pack within its limits
@@ -26,6 +30,7 @@ import numpy as np
 from gnnforge.packing._column_generation import (MAX_BINS, LPBound, column_generation,
                                                  simple_bound)
 from gnnforge.packing._improve import improve_packing
+from gnnforge.packing._local_search import remove_packs
 from gnnforge.packing._tuple_pack import Content, histogram_pack
 
 __all__ = ["patterns_to_shapes", "refine_packing", "shapes_to_patterns"]
@@ -123,26 +128,32 @@ def refine_packing(shapes: list[tuple[Content, int]], bins: np.ndarray, counts: 
     best = shapes
     if counts.size == 0 or counts.size > MAX_BINS:
         return best, None
-    if _count(best) <= simple_bound(bins, counts, limits, max_items):
-        bound = simple_bound(bins, counts, limits, max_items)
-        return best, LPBound(bound, float(bound), float(bound), True, 0,
+    floor = simple_bound(bins, counts, limits, max_items)
+    if _count(best) > floor:  # cheap first: repack the emptiest packs
+        best = remove_packs(best, bins, limits, max_items, floor, 0.5 * time_limit)
+    if _count(best) <= floor:
+        return best, LPBound(floor, float(floor), float(floor), True, 0,
                              time.perf_counter() - began)
     master = column_generation(bins, counts, limits, max_items,
-                               shapes_to_patterns(shapes, counts.size), 0.8 * time_limit,
+                               shapes_to_patterns(best, counts.size),
+                               0.8 * time_limit - (time.perf_counter() - began),
                                stop_at=_count(best))
-    floor = np.floor(master.x + 1e-9).astype(np.int64)
-    placed, remaining = patterns_to_shapes(master.columns, floor, counts)
+    floor_rounded = np.floor(master.x + 1e-9).astype(np.int64)
+    placed, remaining = patterns_to_shapes(master.columns, floor_rounded, counts)
     trial = _complete(placed, remaining, bins, limits, heuristics, max_items)
     if _count(trial) < _count(best):
         best = trial
     left = time_limit - (time.perf_counter() - began)
     if _count(best) > master.result.bound:
-        integral = _restricted_milp(master.columns, counts, left, _count(best))
+        integral = _restricted_milp(master.columns, counts, 0.5 * left, _count(best))
         if integral is not None:
             placed, remaining = patterns_to_shapes(master.columns, integral, counts)
             trial = _complete(placed, remaining, bins, limits, heuristics, max_items)
             if _count(trial) < _count(best):
                 best = trial
+    left = time_limit - (time.perf_counter() - began)
+    if _count(best) > master.result.bound and left > 0:
+        best = remove_packs(best, bins, limits, max_items, master.result.bound, left, seed=1)
     result = master.result
     return best, LPBound(result.bound, result.lp_lower, result.lp_value, result.converged,
                          result.iterations, time.perf_counter() - began)

@@ -11,9 +11,10 @@ from gnnforge.packing import pack, size_histogram
 from gnnforge.packing._column_generation import column_generation, simple_bound
 from gnnforge.packing._histogram import histogram_arrays
 from gnnforge.packing._knapsack import knapsack_dp, knapsack_milp
+from gnnforge.packing._local_search import _PairRepacker, remove_packs
 from gnnforge.packing._refine import patterns_to_shapes
 
-from .test_pack import _check_plan
+from .test_pack import _check_plan, histograms
 
 
 def _brute_force_packs(items: np.ndarray, limits: np.ndarray, cap: int | None) -> int:
@@ -154,3 +155,38 @@ def test_knapsack_dp_equals_milp(instance, seed):
     assert value == pytest.approx(float(pi @ pattern), abs=1e-9) and value <= upper + 1e-9
     assert (pattern >= 0).all() and (pattern <= counts).all()
     assert (pattern @ bins <= limits).all()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=histograms(), cap=st.one_of(st.none(), st.integers(1, 6)), seed=st.integers(0, 9))
+def test_local_search_keeps_plans_valid_and_never_adds_packs(data, cap, seed):
+    histogram, limits = data
+    plan = pack(histogram, limits, max_graphs_per_pack=cap, improve=False)
+    bins, counts = histogram_arrays(histogram)
+    index = {size: i for i, size in enumerate(histogram)}
+    shapes = [(tuple(index[size] for size in content), count) for content, count in plan.packs]
+    result = remove_packs(shapes, bins, np.array(limits), cap, 1, 0.3, seed=seed)
+    assert sum(count for _, count in result) <= plan.num_packs
+    placed = np.zeros(counts.size, dtype=np.int64)
+    for content, count in result:
+        assert (bins[list(content)].sum(axis=0) <= np.array(limits)).all()
+        assert cap is None or len(content) <= cap
+        np.add.at(placed, list(content), count)
+    assert (placed == counts).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(instance=tiny_instances())
+def test_pair_split_finds_a_two_pack_split_when_one_exists(instance):
+    items, limits, cap = instance
+    cap = cap or items.shape[0]
+    exists = _brute_force_packs(items, limits, cap) <= 2
+    result = _PairRepacker(limits).split(items, cap)
+    if result is None:
+        assert not exists
+        return
+    over, side = result
+    assert (over == 0) == exists
+    for part in (items[side], items[~side]):
+        assert part.shape[0] <= cap
+    assert (items[side].sum(axis=0) <= limits).all()  # one side always fits
