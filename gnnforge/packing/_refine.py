@@ -163,5 +163,7 @@ def refine_packing(shapes: list[tuple[Content, int]], bins: np.ndarray, counts: 
     if _count(best) > master.result.bound and left > 0:
         best = remove_packs(best, bins, limits, max_items, master.result.bound, left, seed=1)
     result = master.result
-    return best, LPBound(result.bound, result.lp_lower, result.lp_value, result.converged,
+    # A plan at the bound makes the bound final whether or not the LP was solved.
+    return best, LPBound(result.bound, result.lp_lower, result.lp_value,
+                         result.converged or _count(best) <= result.bound,
                          result.iterations, time.perf_counter() - began)

@@ -77,6 +77,8 @@ def test_refine_never_adds_packs_and_keeps_plans_valid(instance, method):
     assert refined.lp_bound <= _brute_force_packs(items, np.array(limits), cap)
     assert refined.lp_bound <= refined.proven_bound <= refined.num_packs
     assert refined.best_gap >= 0
+    if refined.best_gap == 0:
+        assert refined.lp.converged  # a plan at the bound makes the bound final
 
 
 def test_refine_finds_the_optimum_the_heuristics_miss():
