@@ -162,7 +162,11 @@ def column_generation(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
     columns = np.unique(np.vstack([start.reshape(-1, counts.size),
                                    singleton_patterns(bins, counts, limits, max_items)]), axis=0)
     seen = {row.tobytes() for row in columns}
-    lower, center, iterations = 0.0, None, 0
+    # max_k total_k / limit_k (and n / cap) already bounds the LP: start from there.
+    lower = float(((bins * counts[:, None]).sum(axis=0) / limits).max(initial=0.0))
+    if max_items:
+        lower = max(lower, float(counts.sum()) / max_items)
+    center, iterations = None, 0
     while True:
         value, x, pi = _solve_master(columns, counts)
         iterations += 1

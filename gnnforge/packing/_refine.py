@@ -119,7 +119,8 @@ def refine_packing(shapes: list[tuple[Content, int]], bins: np.ndarray, counts: 
         shapes: a valid plan as (bin indices, count) pairs.
         bins, counts, limits, max_items: the packing input (as for `histogram_pack`).
         heuristics: priorities for packing the leftover items (the caller's first).
-        time_limit: seconds for column generation and the MILP together.
+        time_limit: seconds for the whole refinement (LP, local search, MILP); each
+            stage checks the clock, so the overrun is at most one LP solve or step.
 
     Returns:
         (shapes with at most as many packs as the input, LPBound or None when the
@@ -140,17 +141,20 @@ def refine_packing(shapes: list[tuple[Content, int]], bins: np.ndarray, counts: 
     if master.result.bound < _count(best):  # then repack the emptiest packs
         best = remove_packs(best, bins, limits, max_items, master.result.bound,
                             0.5 * time_limit)
+    iterations = master.result.iterations
     if master.result.bound < _count(best):
         master = column_generation(bins, counts, limits, max_items,
                                    np.vstack([master.columns,
                                               shapes_to_patterns(best, counts.size)]),
                                    0.8 * time_limit - (time.perf_counter() - began),
                                    stop_at=_count(best))
-    floor_rounded = np.floor(master.x + 1e-9).astype(np.int64)
-    placed, remaining = patterns_to_shapes(master.columns, floor_rounded, counts)
-    trial = _complete(placed, remaining, bins, limits, heuristics, max_items)
-    if _count(trial) < _count(best):
-        best = trial
+        iterations += master.result.iterations
+    if _count(best) > master.result.bound:
+        floor_rounded = np.floor(master.x + 1e-9).astype(np.int64)
+        placed, remaining = patterns_to_shapes(master.columns, floor_rounded, counts)
+        trial = _complete(placed, remaining, bins, limits, heuristics, max_items)
+        if _count(trial) < _count(best):
+            best = trial
     left = time_limit - (time.perf_counter() - began)
     if _count(best) > master.result.bound:
         integral = _restricted_milp(master.columns, counts, 0.5 * left, _count(best))
@@ -166,4 +170,4 @@ def refine_packing(shapes: list[tuple[Content, int]], bins: np.ndarray, counts: 
     # A plan at the bound makes the bound final whether or not the LP was solved.
     return best, LPBound(result.bound, result.lp_lower, result.lp_value,
                          result.converged or _count(best) <= result.bound,
-                         result.iterations, time.perf_counter() - began)
+                         iterations, time.perf_counter() - began)
