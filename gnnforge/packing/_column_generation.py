@@ -162,11 +162,7 @@ def column_generation(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
     columns = np.unique(np.vstack([start.reshape(-1, counts.size),
                                    singleton_patterns(bins, counts, limits, max_items)]), axis=0)
     seen = {row.tobytes() for row in columns}
-    # max_k total_k / limit_k (and n / cap) already bounds the LP: start from there.
-    lower = float(((bins * counts[:, None]).sum(axis=0) / limits).max(initial=0.0))
-    if max_items:
-        lower = max(lower, float(counts.sum()) / max_items)
-    center, iterations = None, 0
+    lower, center, iterations = 0.0, None, 0
     while True:
         value, x, pi = _solve_master(columns, counts)
         iterations += 1
@@ -195,7 +191,11 @@ def column_generation(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray,
         if new:
             columns = np.vstack([columns, np.array(new)])
     bound = max(floor_bound, math.ceil(lower - _EPS))
+    # max_k total_k / limit_k (and n / cap) bounds the LP too (weighted row sums).
+    fractional = float(((bins * counts[:, None]).sum(axis=0) / limits).max(initial=0.0))
+    if max_items:
+        fractional = max(fractional, float(counts.sum()) / max_items)
     return _Master(columns, x, LPBound(
-        bound=int(bound), lp_lower=float(lower), lp_value=value,
+        bound=int(bound), lp_lower=max(float(lower), fractional), lp_value=value,
         converged=bound >= math.ceil(value - _EPS), iterations=iterations,
         seconds=time.perf_counter() - began))
