@@ -14,8 +14,8 @@ from gnnforge.packing._plan import PackingPlan, lower_bound
 
 __all__ = [
     "HEURISTICS",
-    "LPBound",
     "METHODS",
+    "LPBound",
     "PackAssigner",
     "PackedLoader",
     "PackingPlan",

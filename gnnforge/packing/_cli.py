@@ -93,10 +93,8 @@ def _run_search(args: argparse.Namespace, sizes: np.ndarray, cap: int | None) ->
 def run(args: argparse.Namespace) -> int:
     cap = args.max_graphs or None
     if args.report:
-        from gnnforge.packing._report import packing_report
+        from gnnforge.packing._report import DEFAULT_REFINE_SECONDS, packing_report
         from gnnforge.packing._sources import size_sources
-
-        from gnnforge.packing._report import DEFAULT_REFINE_SECONDS
 
         refine = DEFAULT_REFINE_SECONDS if args.refine is None else args.refine
         packing_report(size_sources(), cap, refine_seconds=refine)

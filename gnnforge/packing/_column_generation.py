@@ -36,7 +36,7 @@ import numpy as np
 
 from gnnforge.packing._knapsack import solve_knapsack
 
-__all__ = ["LPBound", "MAX_BINS", "column_generation", "simple_bound", "singleton_patterns"]
+__all__ = ["MAX_BINS", "LPBound", "column_generation", "simple_bound", "singleton_patterns"]
 
 # Beyond this many bins the master LP and the pricing MILP are too slow to be useful
 # within seconds; the bound is then not computed (refinement reports why).

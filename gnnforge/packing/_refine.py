@@ -28,8 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gnnforge.packing._column_generation import (MAX_BINS, LPBound, column_generation,
-                                                 simple_bound)
+from gnnforge.packing._column_generation import MAX_BINS, LPBound, column_generation, simple_bound
 from gnnforge.packing._improve import improve_packing
 from gnnforge.packing._local_search import remove_packs
 from gnnforge.packing._tuple_pack import Content, histogram_pack

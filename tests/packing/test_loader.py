@@ -64,7 +64,7 @@ def test_epochs_reshuffle_and_are_seeded():
     assert first != [p.tolist() for p in a.epoch_packs(1)]
     # Same pack shapes every epoch: only which graph fills a place changes.
     sizes = np.array([(g.num_nodes, g.num_edges) for g in graphs])
-    shape = lambda packs: sorted(sorted(map(tuple, sizes[p])) for p in packs)  # noqa: E731
+    shape = lambda packs: sorted(sorted(map(tuple, sizes[p])) for p in packs)
     assert shape(a.epoch_packs(0)) == shape(a.epoch_packs(3))
 
 
