@@ -68,6 +68,9 @@ def test_cli_plan_and_search(tmp_path, capsys, monkeypatch):
     assert main(["pack", "--source", str(path), "--max-graphs", "8"]) == 0
     out = capsys.readouterr().out
     assert "100 graphs" in out and "lpfhp (product)" in out and "gap" in out
+    assert main(["pack", "--source", str(path), "--max-graphs", "8", "--refine", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "LP refinement: bound" in out and "above the proven bound" in out
     plot = tmp_path / "h.png"
     assert main(["pack", "--source", str(path), "--search", "--node-factors", "1", "2",
                  "--edge-factors", "1", "2", "--plot", str(plot)]) == 0
