@@ -1,20 +1,21 @@
 """Composition planner evaluation (SENSEi's Table 3 on this machine).
 
 For every graph x (in, out) width pair x {inference, training} and each model (GCN, GAT),
-time every candidate the planner costs and the alternative (its first run, then SAMPLES runs in interleaved
-rounds: plan 1, plan 2, ..., plan 1, ...; t = the median), then account each strategy's
-total for ITERS iterations (default 100) including its overheads:
+time every candidate the planner costs and the alternative (their first runs, then
+interleaved rounds: plan 1, plan 2, ..., plan 1, ...; at least SAMPLES rounds, more up
+to MAX_SAMPLES until the rounds took MIN_SECONDS; t = the median), then account each
+strategy's total for ITERS iterations (default 100) including its overheads:
 
     default      ITERS x t(PyG's plan)
     alternative  ITERS x t(the other association: (Â X) W for GCN, (alpha X) W for GAT)
     naive        the first run of every candidate (measured), then ITERS - #candidates
                  iterations of the one whose first run was fastest
-    planner      gnnforge.plan.optimize (graph features + predictions, measured) + ITERS x
-                 t(its choice)
+    planner      gnnforge.plan.optimize (graph features + predictions; the median of 5
+                 calls, measured) + ITERS x t(its choice)
     oracle       ITERS x the best measured t
 
 Running ITERS real iterations of every candidate of every configuration would take hours
-on this machine, so per-iteration times are medians of SAMPLES runs and the totals are
+on this machine, so per-iteration times are medians of those runs and the totals are
 accounted from them; the overheads (naive's trial runs, planning) are measured.
 
 Every per-run time is kept in the rows (--rows-out), so the summary also measures the
@@ -76,7 +77,8 @@ def _warm_up(cost_model) -> None:
                 optimize(layer, graph, training=training, cost_model=cost_model, apply=False)
 
 
-def measure(model_name, graph, widths, training, iters, samples, seed, cost_model=None):
+def measure(model_name, graph, widths, training, iters, samples, seed, cost_model=None,
+            min_seconds=0.0, max_samples=40):
     """Per-candidate run times and the planner's decision for one configuration."""
     torch.manual_seed(seed)
     layer = MODELS[model_name](*widths)
@@ -87,12 +89,16 @@ def measure(model_name, graph, widths, training, iters, samples, seed, cost_mode
     if alternative not in plans:
         plans.append(alternative)
     layer_iteration(layer, graph, x, training)()  # warm-up: loops, CSR, degrees per graph
-    first, times = time_plans(layer, graph, x, training, plans, samples)
-    decision = optimize(layer, graph, training=training, cost_model=cost_model)
+    first, times = time_plans(layer, graph, x, training, plans, samples, min_seconds,
+                              max_samples)
+    decisions = [optimize(layer, graph, training=training, cost_model=cost_model)
+                 for _ in range(5)]  # the same decision 5 times; overhead: the median
+    decision = decisions[0]
     return dict(
         plans=[str(p) for p in plans], default=str(plans[0]), alternative=str(alternative),
         chosen=str(layer.plan), first={str(p): s for p, s in first.items()},
-        times={str(p): t for p, t in times.items()}, overhead=decision.overhead_s,
+        times={str(p): t for p, t in times.items()},
+        overhead=statistics.median(d.overhead_s for d in decisions),
         margin=decision.margin,
         predicted={str(p): c for p, c in decision.decisions[0].costs},
         candidates=len(layer_candidates(layer)), iters=iters)
@@ -103,7 +109,10 @@ def main(argv=None) -> int:
     parser.add_argument("--iters", type=int, default=100,
                         help="iterations each strategy's total is accounted for")
     parser.add_argument("--samples", type=int, default=6,
-                        help="timed runs per candidate (interleaved rounds; median)")
+                        help="timed runs per candidate at least (interleaved rounds; median)")
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="more rounds (up to --max-samples) until the rounds took this long")
+    parser.add_argument("--max-samples", type=int, default=40)
     parser.add_argument("--widths", default=None,
                         help="comma-separated in:out pairs, e.g. 32:256,256:32")
     parser.add_argument("--graphs", nargs="+", default=None, help="subset of graph names")
@@ -136,10 +145,12 @@ def main(argv=None) -> int:
     rows = []
     for model_name, (gname, family, graph), w, training in tqdm(configs, desc="planner"):
         r = measure(model_name, graph, w, training, args.iters, args.samples,
-                    seed=len(rows), cost_model=cost_model)
+                    seed=len(rows), cost_model=cost_model, min_seconds=args.min_seconds,
+                    max_samples=args.max_samples)
         row = dict(model=model_name, graph=gname, family=family, nodes=graph.num_nodes,
                    edges=graph.num_edges, widths=list(w), training=training,
-                   samples=args.samples, threads=args.threads, **r)
+                   samples=args.samples, min_seconds=args.min_seconds, threads=args.threads,
+                   **r)
         rows.append(row)
         if args.rows_out:
             with open(args.rows_out, "a") as handle:
@@ -208,9 +219,12 @@ def print_tables(rows) -> None:
     threshold = noise_threshold(rows)
     results = [(r, evaluate_row(r, threshold)) for r in rows]
     first = rows[0]
+    runs = sorted(len(t) for r in rows for t in r["times"].values())
     print(f"\ntotals for {first['iters']} iterations; per-iteration time = median of "
-          f"{first['samples']} interleaved runs; {first['threads']} thread(s); speedup = "
-          "default total / strategy total (higher is better)\n")
+          f">= {first['samples']} interleaved runs (more until the rounds took "
+          f"{first.get('min_seconds', 0)} s: {runs[0]} to {runs[-1]} runs, median "
+          f"{_median(runs)}); {first['threads']} thread(s); speedup = default total / "
+          "strategy total (higher is better)\n")
     print("| model | graph | in->out | mode | alt | naive | planner | oracle | "
           "planner choice | measured best | overhead / layer iter |")
     print("|---|---|---|---|---:|---:|---:|---:|---|---|---:|")

@@ -1,9 +1,9 @@
 """Layer-level timing of candidate plans, and the decision margin measured from it.
 
 The cost models are trained per primitive; what a decision needs is the ratio of two
-plans' costs. `decision_errors` measures how far predicted ratios are from measured ones
-on graphs the models never saw, and `decision_margin` turns those errors into the
-predicted gain `choose` requires before it leaves the default plan.
+plans' costs. `decision_errors` measures predicted against measured ratios on graphs the
+models never saw, and `decision_margin` turns them into the predicted gain `choose`
+requires before it leaves the default plan.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -50,19 +49,24 @@ def _seconds(run: Callable[[], None]) -> float:
 
 
 def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
-               plans: Sequence[Composition], samples: int
+               plans: Sequence[Composition], samples: int, min_seconds: float = 0.0,
+               max_samples: int = 40
                ) -> tuple[dict[Composition, float], dict[Composition, list[float]]]:
-    """Time each plan of `layer`: its first run, then `samples` runs in interleaved rounds.
+    """Time each plan of `layer`: its first run, then runs in interleaved rounds.
 
     Rounds interleave the plans (plan 1, plan 2, ..., plan 1, ...), so a slow phase of a
-    shared machine hits every plan alike instead of biasing whichever ran then. Call
-    once on the graph before (warm-up of per-graph caches and kernel compilation).
+    shared machine hits every plan alike instead of biasing whichever ran then. There
+    are at least `samples` rounds, and more (up to `max_samples`) while the rounds so
+    far took less than `min_seconds`: fast layers get more runs, which their noisier
+    timings need, at little cost. Call once on the graph before (warm-up of per-graph
+    caches and kernel compilation).
 
     Returns:
-        (first run seconds per plan, list of `samples` seconds per plan).
+        (first run seconds per plan, the runs' seconds per plan).
     """
-    if samples < 1:
-        raise ValueError(f"time_plans: samples must be >= 1, got {samples}")
+    if samples < 1 or max_samples < samples:
+        raise ValueError(f"time_plans: need 1 <= samples <= max_samples, got samples="
+                         f"{samples}, max_samples={max_samples}")
     run = layer_iteration(layer, graph, x, training)
     previous = layer.plan
     first: dict[Composition, float] = {}
@@ -71,10 +75,13 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
         for plan in plans:
             layer.plan = plan
             first[plan] = _seconds(run)
-        for _ in range(samples):
+        rounds, spent = 0, 0.0
+        while rounds < samples or (spent < min_seconds and rounds < max_samples):
             for plan in plans:
                 layer.plan = plan
                 times[plan].append(_seconds(run))
+                spent += times[plan][-1]
+            rounds += 1
     finally:
         layer.plan = previous
     return first, times
@@ -157,17 +164,27 @@ def decision_errors(cost_model: Any, graphs: Iterable[tuple[str, Any]],
     return records
 
 
-def decision_margin(records: Sequence[dict], quantile: float = 0.9) -> float:
-    """The log-gain margin: the `quantile` of over-predicted gain (predicted - measured).
+def decision_margin(records: Sequence[dict], tolerance: float = 0.05) -> float:
+    """The smallest margin with which `choose` never loses more than `tolerance` to the
+    default on the calibration configurations.
 
-    A candidate predicted to beat the default by more than this margin really beats it
-    in about `quantile` of the held-out cases (and loses by less than the error's tail in
-    the rest). Never negative.
+    Per configuration (graph, layer, widths, mode) the planner would pick the candidate
+    of largest predicted gain and leave the default when that gain exceeds the margin.
+    Where that candidate measured slower than (1 - tolerance) x the default, the margin
+    must be at least its predicted gain; the result is the largest such gain (0 when no
+    configuration needs one). A margin from the spread of prediction errors instead
+    would over-protect: the large errors are on large predicted gains that still win.
 
     Raises:
         ValueError: with no records (nothing was measured).
     """
     if not records:
         raise ValueError("decision_margin: no calibration records")
-    over = np.asarray([r["predicted_gain"] - r["measured_gain"] for r in records])
-    return max(0.0, float(np.quantile(over, quantile)))
+    best: dict[tuple, dict] = {}
+    for r in records:
+        key = (r["graph"], r["layer"], tuple(r["widths"]), r["training"])
+        if key not in best or r["predicted_gain"] > best[key]["predicted_gain"]:
+            best[key] = r
+    floor = math.log(1 - tolerance)
+    losses = [r["predicted_gain"] for r in best.values() if r["measured_gain"] < floor]
+    return max([0.0, *losses])

@@ -144,9 +144,10 @@ def _print_calibration(calibration: list[dict], margin: float) -> None:
     over = sorted(r["predicted_gain"] - r["measured_gain"] for r in calibration)
     wrong = sum((r["predicted_gain"] > 0) != (r["measured_gain"] > 0) for r in calibration)
     print(f"plan-ratio error on held-out graphs ({len(over)} candidate-vs-default pairs): "
-          f"median |error| {statistics.median(abs(v) for v in over):.3f} (log), "
-          f"sign wrong in {wrong}; decision margin (90th percentile of over-predicted "
-          f"gain) {margin:.3f} = a predicted gain of {math.exp(margin) - 1:.1%}")
+          f"median |log error| {statistics.median(abs(v) for v in over):.3f}, mean "
+          f"{statistics.fmean(over):+.3f} (positive: gains over-predicted), sign wrong in "
+          f"{wrong}; decision margin (smallest that never loses > 5% to the default on "
+          f"them) {margin:.3f} = a predicted gain of {math.exp(margin) - 1:.1%}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -194,14 +194,14 @@ def _ball(graph: Graph, num_nodes: int, seed: int) -> Graph:
 
 # Evaluation sizes: (E + N) x 2048 stays near 2e8, so the widest aggregation is a
 # fraction of a second on one core and the whole grid fits ~20 minutes.
-_BENCHMARK_REGION_NODES = {"luxembourg-osm": 30_000, "facebook": 6_000}
+_BENCHMARK_REGION_NODES = {"luxembourg-osm": 10_000, "facebook": 6_000}
 
 
 def benchmark_graphs(seed: int = 1, names: Iterable[str] | None = None
                      ) -> Iterator[SuiteGraph]:
     """Evaluation graphs, one per family, none of them used to train the cost models.
 
-    Citation: Cora (whole). Road: a 30,000-node breadth-first region of luxembourg-osm.
+    Citation: Cora (whole). Road: a 10,000-node breadth-first region of luxembourg-osm.
     Social / power-law: a 6,000-node region of MUSAE Facebook, and an R-MAT scale-13
     graph (a seed the profile does not use). Dense: the Mycielski-11 graph. Without the
     datasets folder a shuffled 170x170 grid stands in for the road graph.
