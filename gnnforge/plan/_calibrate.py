@@ -125,7 +125,8 @@ def layer_overheads(samples: int = 21) -> dict[str, dict[str, float]]:
 
 def decision_errors(cost_model: Any, graphs: Iterable[tuple[str, Any]],
                     widths: Sequence[tuple[int, int]] = CALIBRATION_WIDTHS,
-                    samples: int = 5, seed: int = 0, progress: bool = True) -> list[dict]:
+                    samples: int = 5, seed: int = 0, progress: bool = True,
+                    min_seconds: float = 0.5) -> list[dict]:
     """Predicted vs measured gain of every non-default candidate over the default.
 
     For each graph x width pair x {inference, training} x {GCN, GAT}, every candidate the
@@ -149,7 +150,7 @@ def decision_errors(cost_model: Any, graphs: Iterable[tuple[str, Any]],
             if len(plans) < 2:
                 continue
             layer_iteration(layer, graph, x, training)()  # warm-up
-            _, times = time_plans(layer, graph, x, training, plans, samples)
+            _, times = time_plans(layer, graph, x, training, plans, samples, min_seconds)
             decision = optimize(layer, graph, training=training, cost_model=cost_model,
                                 margin=0.0, apply=False).decisions[0]
             predicted = dict(decision.costs)

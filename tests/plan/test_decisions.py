@@ -135,7 +135,7 @@ def test_time_plans_interleaves_and_restores_the_plan():
 def test_decision_errors_and_margin_on_tiny_graphs():
     graphs = [("grid", grid_2d(6, 6)), ("rmat", rmat(6, 200, seed=2))]
     records = decision_errors(RateModel(), graphs, widths=((8, 32), (32, 32)), samples=2,
-                              progress=False)
+                              progress=False, min_seconds=0.0)
     # per graph x width x mode: GCN 8->32 has 2 non-default candidates, 32->32 has 3;
     # GAT has 1 alternative in both regimes
     assert len(records) == 2 * 2 * ((2 + 1) + (3 + 1))
