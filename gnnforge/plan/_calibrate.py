@@ -54,8 +54,9 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
                ) -> tuple[dict[Composition, float], dict[Composition, list[float]]]:
     """Time each plan of `layer`: its first run, then runs in interleaved rounds.
 
-    Rounds interleave the plans (plan 1, plan 2, ..., plan 1, ...), so a slow phase of a
-    shared machine hits every plan alike instead of biasing whichever ran then. There
+    Rounds interleave the plans (plan 1, plan 2, ..., then plan 2, ..., plan 1, ...: each
+    round starts one plan later), so a slow phase of a shared machine hits every plan
+    alike instead of biasing whichever ran then, and no plan always runs first. There
     are at least `samples` rounds, and more (up to `max_samples`) while the rounds so
     far took less than `min_seconds`: fast layers get more runs, which their noisier
     timings need, at little cost. Call once on the graph before (warm-up of per-graph
@@ -77,7 +78,8 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
             first[plan] = _seconds(run)
         rounds, spent = 0, 0.0
         while rounds < samples or (spent < min_seconds and rounds < max_samples):
-            for plan in plans:
+            shift = rounds % len(plans)  # rotate, so no plan always runs first
+            for plan in [*plans[shift:], *plans[:shift]]:
                 layer.plan = plan
                 times[plan].append(_seconds(run))
                 spent += times[plan][-1]
