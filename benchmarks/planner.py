@@ -211,8 +211,24 @@ def _mode(r) -> str:
     return "train" if r["training"] else "infer"
 
 
+_LEGEND = {
+    "(Â @ (X @ W))  [Â precompute]": "Â(XW) pre",
+    "(Â @ (X @ W))  [Â dynamic]": "Â(XW) dyn",
+    "((Â @ X) @ W)  [Â precompute]": "(ÂX)W pre",
+    "((Â @ X) @ W)  [Â dynamic]": "(ÂX)W dyn",
+    "(attention(A, ((X @ W) @ a_src), (dst_rows((X @ W)) @ a_dst)) @ (X @ W))": "α(XW)",
+    "((attention(A, (X @ (W @ a_src)), dst_rows((X @ (W @ a_dst)))) @ X) @ W)": "(αX)W",
+}
+
+
 def _short(plan: str) -> str:
-    return plan.replace("|", "/")
+    return _LEGEND.get(plan, plan).replace("|", "/")
+
+
+def _print_legend(rows) -> None:
+    used = {p for r in rows for p in r["times"]}
+    print("\nplans: " + "; ".join(f"{short} = {plan}" for plan, short in _LEGEND.items()
+                                  if plan in used))
 
 
 def print_tables(rows) -> None:
@@ -256,6 +272,7 @@ def print_tables(rows) -> None:
               f"({min(sp['planner']):.2f} / {max(sp['planner']):.2f}) | "
               f"{_geomean(sp['oracle']):.2f} | {beats:.0%} | {share('strict'):.0%} | "
               f"{share('within'):.0%} | {share('judged'):.0%} |")
+    _print_legend(rows)
     ratios = sorted(e["overhead_ratio"] for _, e in results)
     print(f"\nplanning overhead / one iteration of the chosen plan: median "
           f"{_median(ratios):.3f}, max {ratios[-1]:.3f}; within one iteration in "
