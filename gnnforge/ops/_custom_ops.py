@@ -24,12 +24,17 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops._cpu import extreme_grad_cpu, mean_grad_cpu
+from gnnforge.ops._native import extreme_grad_native, mean_grad_native
 from gnnforge.ops._dispatch import KERNELS
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
 
 __all__ = ["reverse_arrays", "spmm", "spmm_op", "sddmm_op"]
 
 ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
+
+# backend -> CSC-pull gradient kernels of copy_u mean and copy_u max/min.
+_MEAN_GRAD = {"native": mean_grad_native, "numba": mean_grad_cpu}
+_EXTREME_GRAD = {"native": extreme_grad_native, "numba": extreme_grad_cpu}
 
 
 def reverse_arrays(arrays: list[Tensor]) -> list[Tensor]:
@@ -102,7 +107,9 @@ def spmm(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str, 
     if not _eager(lhs, rhs):
         return spmm_op(arrays, lhs, rhs, op, reduce, backend, record_args)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (lhs, rhs)):
-        return _SpmmFunction.apply(arrays, lhs, rhs, op, reduce, backend, record_args)
+        function = (_SpmmFunction if torch._C._are_functorch_transforms_active()
+                    else _SpmmFunctionNoBind)
+        return function.apply(arrays, lhs, rhs, op, reduce, backend, record_args)
     return _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args)
 
 
@@ -138,10 +145,10 @@ def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
 
 def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     op, backend = ctx.op, ctx.backend
-    if (ctx.reduce == "mean" and op == "copy_lhs" and backend == "numba"
+    if (ctx.reduce == "mean" and op == "copy_lhs" and backend in _MEAN_GRAD
             and not torch.is_grad_enabled() and _eager(grad_out)):
-        grad = mean_grad_cpu(arrays[COLPTR], arrays[ROW], arrays[ROWPTR],
-                             grad_out.reshape(grad_out.shape[0], -1), ctx.lhs_rows)
+        grad = _MEAN_GRAD[backend](arrays[COLPTR], arrays[ROW], arrays[ROWPTR],
+                                   grad_out.reshape(grad_out.shape[0], -1), ctx.lhs_rows)
         return reduce_to_shape(grad.reshape(-1, *grad_out.shape[1:]), ctx.lhs_shape), None
     if ctx.reduce == "mean":
         degree = (arrays[ROWPTR][1:] - arrays[ROWPTR][:-1]).clamp(min=1).to(grad_out.dtype)
@@ -190,7 +197,8 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))  # [M, K]
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1] and _pull_extreme_grad(ctx, grad_flat, arg_lhs):
-        grad = extreme_grad_cpu(arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat, ctx.lhs_rows)
+        grad = _EXTREME_GRAD[ctx.backend](arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat,
+                                          ctx.lhs_rows)
         grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
     elif ctx.needs_input_grad[1]:
         value = grad_flat
@@ -208,8 +216,8 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
 
 
 def _pull_extreme_grad(ctx, grad_flat: Tensor, arg: Tensor) -> bool:
-    """copy_u max/min on the numba backend, eager, no second derivative: the CSC kernel."""
-    return (ctx.op == "copy_lhs" and ctx.backend == "numba" and not torch.is_grad_enabled()
+    """copy_u max/min on a CPU backend, eager, no second derivative: the CSC kernel."""
+    return (ctx.op == "copy_lhs" and ctx.backend in _EXTREME_GRAD and not torch.is_grad_enabled()
             and _eager(grad_flat, arg))
 
 
@@ -246,6 +254,24 @@ class _SpmmFunction(torch.autograd.Function):
         _, grad_lhs, grad_rhs, *rest = _spmm_backward(ctx, grad_out, grad_arg_lhs,
                                                       grad_arg_rhs)
         return (None, grad_lhs, grad_rhs, *rest)
+
+
+class _SpmmFunctionNoBind(torch.autograd.Function):
+    """`_SpmmFunction` with the setup inside forward (PyTorch's older style).
+
+    `Function.apply` binds the arguments through `inspect.signature` on every call when a
+    separate `setup_context` exists (about 40 us per call on this machine); this class
+    has none, so eager calls skip it. functorch transforms need `setup_context`, so
+    `spmm` picks `_SpmmFunction` while one is active.
+    """
+
+    @staticmethod
+    def forward(ctx, arrays, lhs, rhs, op, reduce, backend, record_args):
+        output = _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args)
+        _spmm_setup(ctx, (arrays, lhs, rhs, op, reduce, backend, record_args), output)
+        return output
+
+    backward = _SpmmFunction.backward
 
 
 # ----------------------------------------------------------------------------- g-SDDMM

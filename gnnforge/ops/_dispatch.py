@@ -2,7 +2,10 @@
 
 Backends:
     reference: plain PyTorch gather/scatter (`_reference`), any device, autograd by PyTorch.
-    numba:     compiled pull kernels over CSR (`_cpu`), CPU tensors only. CPU default.
+    native:    C++ pull kernels over CSR (`_native`, built on first use), CPU tensors only.
+               CPU default when its library builds; ops it lacks run numba's kernels.
+    numba:     compiled pull kernels over CSR (`_cpu`), CPU tensors only. CPU default
+               when the native library cannot be built.
     torch:     chunked PyTorch ops over CSR (`_torch_path`), any device. CUDA default.
 
 The fast backends run behind the `gnnforge::gspmm` / `gnnforge::gsddmm` custom ops
@@ -19,14 +22,19 @@ from typing import NamedTuple
 import torch
 
 from gnnforge.ops._cpu import gsddmm_cpu, gspmm_cpu
+from gnnforge.ops._native import available as native_available
+from gnnforge.ops._native import gsddmm_native, gspmm_native
+from gnnforge.ops._native_build import unavailable_reason
 from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
 
 __all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "use_backend"]
 
-BACKENDS = ("reference", "numba", "torch")
+BACKENDS = ("reference", "native", "numba", "torch")
 
 # (op family, backend) -> kernel. Each kernel takes CSR arrays and padded operands.
 KERNELS = {
+    ("gspmm", "native"): gspmm_native,   # CPU; copy ops native, the rest numba's
+    ("gsddmm", "native"): gsddmm_native,
     ("gspmm", "numba"): gspmm_cpu,     # CPU; float32/float64 (others computed in float32)
     ("gsddmm", "numba"): gsddmm_cpu,
     ("gspmm", "torch"): gspmm_torch,   # any device and dtype PyTorch's scatter supports
@@ -34,15 +42,16 @@ KERNELS = {
 }
 
 # (op family, device type) -> default backend; devices not listed run the reference.
+# "native" falls back to "numba" when its library cannot be built (`_native_build`).
 DEFAULTS = {
-    ("gspmm", "cpu"): "numba",
-    ("gsddmm", "cpu"): "numba",
+    ("gspmm", "cpu"): "native",
+    ("gsddmm", "cpu"): "native",
     ("gspmm", "cuda"): "torch",
     ("gsddmm", "cuda"): "torch",
 }
 
 # Devices each backend can run on (None: any).
-_DEVICES = {"reference": None, "numba": ("cpu",), "torch": None}
+_DEVICES = {"reference": None, "native": ("cpu",), "numba": ("cpu",), "torch": None}
 
 
 class Choice(NamedTuple):
@@ -59,12 +68,14 @@ def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[N
     """Force every gnnforge.ops call inside the block onto one backend.
 
     Args:
-        name: 'reference', 'numba' (CPU) or 'torch' (PyTorch ops, the CUDA path).
+        name: 'reference', 'native' (C++, CPU), 'numba' (CPU) or 'torch' (PyTorch
+            ops, the CUDA path).
         index_dtype: torch.int32 or torch.int64 for the CSR indices the kernels read;
             None picks int32 whenever the graph fits.
 
     Raises:
         ValueError: unknown backend name or index dtype.
+        RuntimeError: 'native' when its library could not be built (the reason named).
 
     Example:
         >>> with gnnforge.ops.use_backend("reference"):
@@ -75,6 +86,9 @@ def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[N
     if index_dtype not in (None, torch.int32, torch.int64):
         raise ValueError(f"use_backend: index_dtype must be torch.int32, torch.int64 or None, "
                          f"got {index_dtype}")
+    if name == "native" and not native_available():
+        raise RuntimeError(f"use_backend: the native kernels are unavailable "
+                           f"({unavailable_reason()}); use 'numba'")
     token = _FORCED.set(Choice(name, index_dtype))
     try:
         yield
@@ -90,7 +104,10 @@ def choose(family: str, device: torch.device) -> Choice:
     """
     forced = _FORCED.get()
     if forced is None:
-        return Choice(DEFAULTS.get((family, device.type), "reference"), None)
+        backend = DEFAULTS.get((family, device.type), "reference")
+        if backend == "native" and not native_available():
+            backend = "numba"
+        return Choice(backend, None)
     devices = _DEVICES[forced.backend]
     if devices is not None and device.type not in devices:
         raise ValueError(f"backend {forced.backend!r} runs on {devices} tensors, got tensors on "

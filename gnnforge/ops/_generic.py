@@ -126,11 +126,18 @@ def gsddmm(graph, op: str, lhs: Tensor | None, rhs: Tensor | None, lhs_target: s
 # ----------------------------------------------------------------------------- helpers
 
 
+_CHECKED_TYPES: set[type] = set()  # graph classes known to have the protocol
+
+
 def _check_graph(graph) -> None:
+    if type(graph) in _CHECKED_TYPES:  # one set lookup per call instead of six hasattr
+        return
     missing = [name for name in _PROTOCOL if not hasattr(graph, name)]
     if missing:
         raise TypeError(f"graph: expected a gnnforge Graph or an object with the kernel "
                         f"protocol {_PROTOCOL}; {type(graph).__name__} lacks {missing}")
+    if all(hasattr(type(graph), name) for name in _PROTOCOL):  # class-level: every instance
+        _CHECKED_TYPES.add(type(graph))
 
 
 def _operand(name: str, value, used: bool, rows: int, what: str) -> Tensor | None:
@@ -189,11 +196,16 @@ def _index_dtype(graph, forced: torch.dtype | None) -> torch.dtype:
     return torch.int32 if largest < 2**31 - 1 else torch.int64
 
 
+_EMPTY: dict = {}
+
+
 def _arrays(graph, forced_dtype, csc: bool, coo: bool) -> list[Tensor]:
     """GraphArrays for the custom ops (see `_custom_ops`): CSC/COO only when needed."""
     index_dtype = _index_dtype(graph, forced_dtype)
     rowptr, col, eids = graph.csr(index_dtype)
-    empty = rowptr.new_empty(0)
+    empty = _EMPTY.get((index_dtype, rowptr.device))
+    if empty is None:  # read-only placeholder for the arrays a call does not need
+        empty = _EMPTY.setdefault((index_dtype, rowptr.device), rowptr.new_empty(0))
     colptr, row, ceids = graph.csc(index_dtype) if csc else (empty, empty, empty)
     src, dst = graph.coo() if coo or csc else (empty, empty)
     return [rowptr, col, eids, colptr, row, ceids, src, dst]

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import gnnforge.ops as ops
+from ._backends import CPU_FAST
 
-FAST = ["numba", "torch"]
+FAST = [*CPU_FAST, "torch"]
 # Both float types and both index types, paired to keep the run short (each pair is a
 # separate compiled kernel signature).
 DTYPES = [(torch.float32, torch.int32), (torch.float64, torch.int64),

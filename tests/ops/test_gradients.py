@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import gnnforge.ops as ops
+from ._backends import CPU_FAST
 from .conftest import random_graph
 
 SPMM = [  # (op, reduce, lhs feature shape, rhs feature shape)
@@ -46,9 +47,10 @@ def _rows(graph, target):
 
 def _check(function, inputs):
     inputs = tuple(t for t in inputs if t is not None)
-    with ops.use_backend("numba"):
-        assert torch.autograd.gradcheck(function, inputs)
-    for backend in ("numba", "torch"):
+    for backend in CPU_FAST:
+        with ops.use_backend(backend):
+            assert torch.autograd.gradcheck(function, inputs)
+    for backend in (*CPU_FAST, "torch"):
         with ops.use_backend(backend):
             fast = torch.autograd.grad(function(*inputs).square().sum(), inputs)
         with ops.use_backend("reference"):
@@ -108,17 +110,18 @@ def test_no_grad_call_builds_no_reverse_graph():
     assert not any(kind == "csc" for kind, _ in graph._cache)
 
 
-@pytest.mark.parametrize("reduce", ["mean", "max", "min"])
+@pytest.mark.parametrize("backend", CPU_FAST)
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
 @pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("seed", range(4))
-def test_copy_u_backward_pull_kernels_match_reference(reduce, index_dtype, seed):
+def test_copy_u_backward_pull_kernels_match_reference(backend, reduce, index_dtype, seed):
     # The CSC pull kernels (mean: 1/deg(v) read from the CSR; max/min: multi-edges counted
     # once, isolated sources get 0) against PyTorch autograd of the reference, on graphs
     # with loops, duplicates and nodes without in- or out-edges.
     graph = random_graph("square" if seed % 2 else "bipartite", seed=seed, num_edges=200)
     x = _leaf(graph.num_src_nodes, (2, 5), seed).detach().float().requires_grad_()
     grad = torch.randn(graph.num_dst_nodes, 2, 5, generator=torch.Generator().manual_seed(seed))
-    with ops.use_backend("numba", index_dtype):
+    with ops.use_backend(backend, index_dtype):
         fast, = torch.autograd.grad(ops.gspmm(graph, "copy_lhs", reduce, x), x, grad)
     with ops.use_backend("reference"):
         expected, = torch.autograd.grad(ops.gspmm(graph, "copy_lhs", reduce, x), x, grad)

@@ -1,0 +1,116 @@
+"""The native CPU backend: tensors in, the C++ kernels of `_native_src/spmm.cpp` on them.
+
+The library covers the copy-reduce g-SpMMs (copy_u / copy_e with sum, mean, max, min; the
+backward of copy_u-sum is the same kernel on the CSC) and the CSC-pull gradients of
+copy_u mean and max/min. Every other op is delegated to the numba kernels (`_cpu`), so
+`native` is a complete backend. Same contracts as `_cpu`; float32/float64 natively,
+bfloat16/float16 computed in float32 and rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from gnnforge.ops import _cpu
+from gnnforge.ops._native_build import load
+
+__all__ = ["available", "extreme_grad_native", "gsddmm_native", "gspmm_native",
+           "mean_grad_native"]
+
+_DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
+_REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
+
+# Below this many multiply-adds a call runs on the calling thread: waking the OpenMP
+# workers costs more than it saves (measured in docs/kernels.md).
+_PARALLEL_WORK = 2**18
+# Outputs at least this large get transparent huge pages asked for before the first touch.
+_HUGE_BYTES = 32 * 2**20
+
+
+def available() -> bool:
+    """True when the native library is built (or cached) and loaded; builds it once."""
+    return load() is not None
+
+
+def _threads(work: int) -> int:
+    return torch.get_num_threads() if work >= _PARALLEL_WORK else 1
+
+
+def _empty(rows: int, width: int, dtype: torch.dtype) -> Tensor:
+    out = torch.empty((rows, width), dtype=dtype)
+    nbytes = rows * width * (8 if dtype == torch.float64 else 4)
+    if nbytes >= _HUGE_BYTES:
+        load().gf_advise_huge(out.data_ptr(), nbytes)
+    return out
+
+
+def _rows(tensor: Tensor) -> Tensor:
+    if tensor.dtype not in _DTYPE_CODES:
+        tensor = tensor.to(torch.float32)
+    return tensor.reshape(tensor.shape[0], math.prod(tensor.shape[1:])).contiguous()
+
+
+def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
+                 rhs: Tensor | None, op: str, reduce: str,
+                 record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`. Copy ops run natively."""
+    if op == "copy_lhs":
+        data, index = lhs, col
+    elif op == "copy_rhs":
+        data, index = rhs, eids
+    else:
+        return _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+    # The common case (2-D contiguous float32/64) goes straight through: this path is
+    # most of the cost of a small call (docs/kernels.md).
+    plain = data.dim() == 2 and data.dtype in _DTYPE_CODES and data.is_contiguous()
+    x = data if plain else _rows(data)
+    rows, width = rowptr.shape[0] - 1, x.shape[1]
+    out = _empty(rows, width, x.dtype)
+    extreme = record_args and reduce in ("max", "min")
+    arg = torch.empty((rows, width) if extreme else (0,), dtype=torch.int64)
+    if rows and width:
+        load().gf_spmm_copy(_DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64,
+                            rowptr.data_ptr(), index.data_ptr(), x.data_ptr(), out.data_ptr(),
+                            arg.data_ptr() if extreme else None, rows, width,
+                            _REDUCE_CODES[reduce], _threads(index.shape[0] * width))
+    if not plain:
+        out = out.reshape(rows, *data.shape[1:])
+        if out.dtype != data.dtype:
+            out = out.to(data.dtype)
+    empty = torch.empty(0, dtype=torch.int64)
+    if not extreme:
+        return out, arg, empty
+    return (out, arg, empty) if op == "copy_lhs" else (out, empty, arg)
+
+
+def mean_grad_native(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
+                     num_src: int) -> Tensor:
+    """Gradient of copy_u mean w.r.t. x; same contract as `_cpu.mean_grad_cpu`."""
+    values = _rows(grad)
+    out = _empty(num_src, values.shape[1], values.dtype)
+    if num_src and out.shape[1]:
+        load().gf_mean_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
+                            colptr.data_ptr(), row.data_ptr(), rowptr.data_ptr(),
+                            values.data_ptr(), out.data_ptr(), num_src, out.shape[1],
+                            _threads(row.numel() * out.shape[1]))
+    return out.to(grad.dtype)
+
+
+def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
+                        num_src: int) -> Tensor:
+    """Gradient of copy_u max/min w.r.t. x; same contract as `_cpu.extreme_grad_cpu`."""
+    values = _rows(grad)
+    arg = arg.contiguous()
+    out = _empty(num_src, values.shape[1], values.dtype)
+    if num_src and out.shape[1]:
+        load().gf_extreme_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
+                               colptr.data_ptr(), row.data_ptr(), arg.data_ptr(),
+                               values.data_ptr(), out.data_ptr(), num_src, out.shape[1],
+                               _threads(row.numel() * out.shape[1]))
+    return out.to(grad.dtype)
+
+
+gsddmm_native = _cpu.gsddmm_cpu  # g-SDDMM: the numba kernels

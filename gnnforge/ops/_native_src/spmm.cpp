@@ -1,0 +1,428 @@
+// Native CPU kernels for copy-reduce g-SpMM (copy_u / copy_e with sum, mean, max, min)
+// and the CSC-pull gradients of copy_u mean and max/min. Loaded by gnnforge/ops/_native.py
+// through ctypes; built on first use with the host compiler (see docs/kernels.md).
+//
+// Every kernel pulls over a compressed row layout: output row v reads the rows of `x`
+// listed in index[ptr[v]:ptr[v+1]] and writes its own row once, so threads own disjoint
+// output rows (no atomics, no locks). A row is processed in feature blocks of up to
+// kMaxVectors SIMD vectors that live in registers for the whole in-edge loop (GCC vector
+// extensions: AVX2 ymm with -march=native, SSE otherwise), with a scalar tail for widths
+// that are not a multiple of the vector length. Wide rows (more than one block) walk the
+// in-edges in tiles sized to stay in L1, so the later blocks re-read the gathered rows
+// from L1, not from memory. The next rows to gather are prefetched a few edges ahead.
+// Rows are split into chunks of equal work (in-edges + 1 per row) by binary search, run
+// by OpenMP: the same libgomp torch loaded (same soname), so one thread pool.
+
+#include <cstdint>
+#include <cstring>
+#include <algorithm>
+#include <sys/mman.h>
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
+
+namespace {
+
+template <class T> struct Vec;
+template <> struct Vec<float> {
+  typedef float type __attribute__((vector_size(32), aligned(4)));
+  typedef int32_t itype __attribute__((vector_size(32), aligned(4)));
+  typedef int32_t lane_index;
+  static constexpr int size = 8;
+};
+template <> struct Vec<double> {
+  typedef double type __attribute__((vector_size(32), aligned(8)));
+  typedef int64_t itype __attribute__((vector_size(32), aligned(8)));
+  typedef int64_t lane_index;
+  static constexpr int size = 4;
+};
+
+constexpr int kMaxVectors = 8;          // sum/mean: 8 accumulators, 8 registers to load into
+constexpr int kMaxExtremeVectors = 4;   // max/min with arg: value + arg accumulators
+constexpr int kPrefetchDistance = 8;    // edges ahead
+constexpr int64_t kTileBytes = 16 * 1024;
+
+template <class T>
+inline typename Vec<T>::type load(const T* p) {
+  typename Vec<T>::type v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <class T>
+inline void store(T* p, typename Vec<T>::type v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Non-temporal store of one vector to a 32-byte aligned address: the output of a call
+// larger than the cache is written without being read first (no read-for-ownership).
+inline void stream(float* p, Vec<float>::type v) {
+#ifdef __AVX__
+  _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
+#else
+  store<float>(p, v);
+#endif
+}
+inline void stream(double* p, Vec<double>::type v) {
+#ifdef __AVX__
+  _mm256_stream_pd(p, reinterpret_cast<__m256d>(v));
+#else
+  store<double>(p, v);
+#endif
+}
+inline void stream_fence() {
+#ifdef __AVX__
+  _mm_sfence();
+#endif
+}
+constexpr int64_t kStreamBytes = 64 * 1024 * 1024;  // outputs past the last-level cache
+
+template <class V, class S>
+inline V fill(S value) {
+  V v = {};
+  for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(S)); ++i) v[i] = value;
+  return v;
+}
+template <class T>
+inline typename Vec<T>::type splat(T value) { return fill<typename Vec<T>::type, T>(value); }
+
+template <class I>
+inline int64_t chunk_start(const I* ptr, int64_t rows, int64_t chunk, int64_t chunks) {
+  const int64_t total = static_cast<int64_t>(ptr[rows]) + rows;
+  const int64_t target = static_cast<int64_t>((__int128)total * chunk / chunks);
+  int64_t low = 0, high = rows;
+  while (low < high) {
+    const int64_t middle = (low + high) / 2;
+    if (static_cast<int64_t>(ptr[middle]) + middle < target) low = middle + 1; else high = middle;
+  }
+  return low;
+}
+
+// Runs body(first_row, last_row) over equal-work chunks, on `threads` OpenMP threads.
+template <class I, class Body>
+void parallel_rows(const I* ptr, int64_t rows, int threads, Body body) {
+  if (threads <= 1 || rows < 2) {
+    body(int64_t(0), rows);
+    return;
+  }
+  const int64_t chunks = std::min<int64_t>(rows, 4 * threads);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    body(chunk_start(ptr, rows, chunk, chunks), chunk_start(ptr, rows, chunk + 1, chunks));
+  }
+}
+
+template <class T>
+inline void prefetch_row(const T* row, int64_t bytes) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset, 0, 3);
+}
+
+// ------------------------------------------------------------------------- sum / mean
+
+// out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] for j in [begin, end).
+template <class T, class I, int NV>
+inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
+                      int64_t c0, T* out_row, bool accumulate, bool prefetch, T scale,
+                      bool streaming) {
+  typedef typename Vec<T>::type V;
+  constexpr int L = Vec<T>::size;
+  V acc[NV];
+  for (int k = 0; k < NV; ++k) acc[k] = accumulate ? load<T>(out_row + c0 + k * L) : splat<T>(0);
+  for (int64_t j = begin; j < end; ++j) {
+    if (prefetch && j + kPrefetchDistance < end)
+      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width,
+                   width * static_cast<int64_t>(sizeof(T)));
+    const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
+    for (int k = 0; k < NV; ++k) acc[k] += load<T>(row + k * L);
+  }
+  if (streaming) {
+    for (int k = 0; k < NV; ++k) stream(out_row + c0 + k * L, acc[k] * splat<T>(scale));
+  } else {
+    for (int k = 0; k < NV; ++k) store<T>(out_row + c0 + k * L, acc[k] * splat<T>(scale));
+  }
+}
+
+template <class T, class I>
+inline void sum_tail(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
+                     int64_t c0, T* out_row, bool accumulate, T scale) {
+  T acc[Vec<T>::size];
+  const int64_t count = width - c0;
+  for (int64_t c = 0; c < count; ++c) acc[c] = accumulate ? out_row[c0 + c] : T(0);
+  for (int64_t j = begin; j < end; ++j) {
+    const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
+    for (int64_t c = 0; c < count; ++c) acc[c] += row[c];
+  }
+  for (int64_t c = 0; c < count; ++c) out_row[c0 + c] = acc[c] * scale;
+}
+
+template <class T, class I>
+void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
+               T* out_row, bool accumulate, T scale, bool streaming) {
+  constexpr int L = Vec<T>::size;
+  int64_t c0 = 0;
+  bool prefetch = true;  // the first block's pass brings each whole row in
+  while (width - c0 >= L) {
+    const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxVectors);
+    switch (vectors) {
+#define GF_CASE(n) case n: sum_block<T, I, n>(index, begin, end, x, width, c0, out_row, \
+                                              accumulate, prefetch, scale, \
+                                              streaming); break;
+      GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4) GF_CASE(5) GF_CASE(6) GF_CASE(7) GF_CASE(8)
+#undef GF_CASE
+    }
+    prefetch = false;
+    c0 += vectors * L;
+  }
+  if (c0 < width) sum_tail<T, I>(index, begin, end, x, width, c0, out_row, accumulate, scale);
+}
+
+template <class T, class I>
+void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, int64_t width,
+              bool mean, int threads) {
+  const int64_t tile = std::max<int64_t>(1, kTileBytes / (width * static_cast<int64_t>(sizeof(T))));
+  const bool tiled = width > kMaxVectors * Vec<T>::size;
+  // Streaming stores need whole aligned vectors in every row (no scalar tail).
+  const bool streaming = rows * width * static_cast<int64_t>(sizeof(T)) >= kStreamBytes &&
+                         width % Vec<T>::size == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0;
+  parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
+    for (int64_t v = first; v < last; ++v) {
+      const int64_t begin = ptr[v], end = ptr[v + 1];
+      T* out_row = out + v * width;
+      if (begin == end) {
+        std::memset(out_row, 0, width * sizeof(T));
+        continue;
+      }
+      const T scale = mean ? T(1) / T(end - begin) : T(1);
+      if (!tiled) {
+        sum_edges<T, I>(index, begin, end, x, width, out_row, false, scale, streaming);
+        continue;
+      }
+      for (int64_t j = begin; j < end; j += tile) {
+        const int64_t stop = std::min(end, j + tile);
+        sum_edges<T, I>(index, j, stop, x, width, out_row, j != begin,
+                        stop == end ? scale : T(1), streaming && stop == end);
+      }
+    }
+    if (streaming) stream_fence();
+  });
+}
+
+// ------------------------------------------------------------------------- max / min
+
+template <class T, class I, int NV, bool kMax, bool kArg>
+inline void extreme_block(const I* index, int64_t begin, int64_t end, const T* x,
+                          int64_t width, int64_t c0, T* out_row, int64_t* arg_row) {
+  typedef typename Vec<T>::type V;
+  typedef typename Vec<T>::itype IV;
+  typedef typename Vec<T>::lane_index Lane;
+  constexpr int L = Vec<T>::size;
+  V acc[NV];
+  IV who[NV];
+  {
+    const Lane first = static_cast<Lane>(index[begin]);
+    const T* row = x + static_cast<int64_t>(index[begin]) * width + c0;
+    for (int k = 0; k < NV; ++k) {
+      acc[k] = load<T>(row + k * L);
+      who[k] = fill<IV, Lane>(first);
+    }
+  }
+  for (int64_t j = begin + 1; j < end; ++j) {
+    if (j + kPrefetchDistance < end && c0 == 0)
+      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width,
+                   width * static_cast<int64_t>(sizeof(T)));
+    const Lane source = static_cast<Lane>(index[j]);
+    const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
+    for (int k = 0; k < NV; ++k) {
+      const V value = load<T>(row + k * L);
+      const IV wins = kMax ? (value > acc[k]) : (value < acc[k]);
+      acc[k] = wins ? value : acc[k];
+      if (kArg) who[k] = wins ? fill<IV, Lane>(source) : who[k];
+    }
+  }
+  for (int k = 0; k < NV; ++k) {
+    store<T>(out_row + c0 + k * L, acc[k]);
+    if (kArg) for (int i = 0; i < L; ++i) arg_row[c0 + k * L + i] = who[k][i];
+  }
+}
+
+template <class T, class I, bool kMax, bool kArg>
+inline void extreme_tail(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
+                         int64_t c0, T* out_row, int64_t* arg_row) {
+  for (int64_t c = c0; c < width; ++c) {
+    T best = x[static_cast<int64_t>(index[begin]) * width + c];
+    int64_t who = index[begin];
+    for (int64_t j = begin + 1; j < end; ++j) {
+      const T value = x[static_cast<int64_t>(index[j]) * width + c];
+      if (kMax ? value > best : value < best) { best = value; who = index[j]; }
+    }
+    out_row[c] = best;
+    if (kArg) arg_row[c] = who;
+  }
+}
+
+template <class T, class I, bool kMax, bool kArg>
+void extreme_row(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
+                 T* out_row, int64_t* arg_row) {
+  constexpr int L = Vec<T>::size;
+  int64_t c0 = 0;
+  while (width - c0 >= L) {
+    const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxExtremeVectors);
+    switch (vectors) {
+#define GF_CASE(n) case n: extreme_block<T, I, n, kMax, kArg>(index, begin, end, x, width, c0, \
+                                                               out_row, arg_row); break;
+      GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4)
+#undef GF_CASE
+    }
+    c0 += vectors * L;
+  }
+  if (c0 < width) extreme_tail<T, I, kMax, kArg>(index, begin, end, x, width, c0, out_row, arg_row);
+}
+
+template <class T, class I, bool kMax, bool kArg>
+void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg, int64_t rows,
+                  int64_t width, int threads) {
+  parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
+    for (int64_t v = first; v < last; ++v) {
+      const int64_t begin = ptr[v], end = ptr[v + 1];
+      T* out_row = out + v * width;
+      int64_t* arg_row = kArg ? arg + v * width : nullptr;
+      if (begin == end) {
+        std::memset(out_row, 0, width * sizeof(T));
+        if (kArg) std::fill(arg_row, arg_row + width, int64_t(-1));
+        continue;
+      }
+      extreme_row<T, I, kMax, kArg>(index, begin, end, x, width, out_row, arg_row);
+    }
+  });
+}
+
+// ------------------------------------------------------------------------- gradients
+
+// Gradient of copy_u mean: out[u] = sum over CSC entries j of u of grad[row[j]] / deg(row[j]),
+// deg read from the forward CSR row pointer.
+template <class T, class I>
+void mean_grad(const I* colptr, const I* row, const I* rowptr, const T* grad, T* out,
+               int64_t num_src, int64_t width, int threads) {
+  typedef typename Vec<T>::type V;
+  constexpr int L = Vec<T>::size;
+  parallel_rows(colptr, num_src, threads, [&](int64_t first, int64_t last) {
+    for (int64_t u = first; u < last; ++u) {
+      T* out_row = out + u * width;
+      const int64_t begin = colptr[u], end = colptr[u + 1];
+      for (int64_t c0 = 0; c0 < width; c0 += kMaxVectors * L) {
+        const int64_t span = std::min<int64_t>(width - c0, kMaxVectors * L);
+        const int64_t vectors = span / L;
+        V acc[kMaxVectors];
+        T tail[Vec<T>::size];
+        for (int k = 0; k < kMaxVectors; ++k) acc[k] = splat<T>(0);
+        for (int c = 0; c < L; ++c) tail[c] = 0;
+        for (int64_t j = begin; j < end; ++j) {
+          const int64_t v = row[j];
+          const T scale = T(1) / T(rowptr[v + 1] - rowptr[v]);
+          const V s = splat<T>(scale);
+          const T* g = grad + v * width + c0;
+          for (int k = 0; k < vectors; ++k) acc[k] += load<T>(g + k * L) * s;
+          for (int64_t c = vectors * L; c < span; ++c) tail[c - vectors * L] += g[c] * scale;
+        }
+        for (int k = 0; k < vectors; ++k) store<T>(out_row + c0 + k * L, acc[k]);
+        for (int64_t c = vectors * L; c < span; ++c) out_row[c0 + c] = tail[c - vectors * L];
+      }
+    }
+  });
+}
+
+// Gradient of copy_u max/min: out[u, f] = sum of grad[v, f] over distinct out-neighbours v
+// of u whose recorded winner arg[v, f] is u (CSC lists destinations ascending, so repeats
+// of a multi-edge are adjacent and skipped).
+template <class T, class I>
+void extreme_grad(const I* colptr, const I* row, const int64_t* arg, const T* grad, T* out,
+                  int64_t num_src, int64_t width, int threads) {
+  parallel_rows(colptr, num_src, threads, [&](int64_t first, int64_t last) {
+    for (int64_t u = first; u < last; ++u) {
+      T* out_row = out + u * width;
+      std::memset(out_row, 0, width * sizeof(T));
+      int64_t previous = -1;
+      for (int64_t j = colptr[u]; j < colptr[u + 1]; ++j) {
+        const int64_t v = row[j];
+        if (v == previous) continue;
+        previous = v;
+        const int64_t* a = arg + v * width;
+        const T* g = grad + v * width;
+        for (int64_t c = 0; c < width; ++c) out_row[c] += a[c] == u ? g[c] : T(0);
+      }
+    }
+  });
+}
+
+template <class T, class I>
+void spmm_copy(const void* ptr, const void* index, const void* x, void* out, int64_t* arg,
+               int64_t rows, int64_t width, int reduce, int threads) {
+  const I* p = static_cast<const I*>(ptr);
+  const I* ix = static_cast<const I*>(index);
+  const T* xs = static_cast<const T*>(x);
+  T* o = static_cast<T*>(out);
+  switch (reduce) {
+    case 0: spmm_sum<T, I>(p, ix, xs, o, rows, width, false, threads); break;
+    case 1: spmm_sum<T, I>(p, ix, xs, o, rows, width, true, threads); break;
+    case 2:
+      if (arg) spmm_extreme<T, I, true, true>(p, ix, xs, o, arg, rows, width, threads);
+      else spmm_extreme<T, I, true, false>(p, ix, xs, o, arg, rows, width, threads);
+      break;
+    default:
+      if (arg) spmm_extreme<T, I, false, true>(p, ix, xs, o, arg, rows, width, threads);
+      else spmm_extreme<T, I, false, false>(p, ix, xs, o, arg, rows, width, threads);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int gf_abi_version() { return 1; }
+
+// reduce: 0 sum, 1 mean, 2 max, 3 min. arg: [rows, width] int64 or null (max/min only).
+// dtype: 0 float32, 1 float64. index64: 0 int32 ptr/index, 1 int64.
+void gf_spmm_copy(int dtype, int index64, const void* ptr, const void* index, const void* x,
+                  void* out, int64_t* arg, int64_t rows, int64_t width, int reduce,
+                  int threads) {
+  if (dtype == 0 && !index64) spmm_copy<float, int32_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
+  else if (dtype == 0) spmm_copy<float, int64_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
+  else if (!index64) spmm_copy<double, int32_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
+  else spmm_copy<double, int64_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
+}
+
+void gf_mean_grad(int dtype, int index64, const void* colptr, const void* row,
+                  const void* rowptr, const void* grad, void* out, int64_t num_src,
+                  int64_t width, int threads) {
+#define GF_ARGS(T, I) static_cast<const I*>(colptr), static_cast<const I*>(row), \
+    static_cast<const I*>(rowptr), static_cast<const T*>(grad), static_cast<T*>(out), \
+    num_src, width, threads
+  if (dtype == 0 && !index64) mean_grad<float, int32_t>(GF_ARGS(float, int32_t));
+  else if (dtype == 0) mean_grad<float, int64_t>(GF_ARGS(float, int64_t));
+  else if (!index64) mean_grad<double, int32_t>(GF_ARGS(double, int32_t));
+  else mean_grad<double, int64_t>(GF_ARGS(double, int64_t));
+#undef GF_ARGS
+}
+
+void gf_extreme_grad(int dtype, int index64, const void* colptr, const void* row,
+                     const int64_t* arg, const void* grad, void* out, int64_t num_src,
+                     int64_t width, int threads) {
+#define GF_ARGS(T, I) static_cast<const I*>(colptr), static_cast<const I*>(row), arg, \
+    static_cast<const T*>(grad), static_cast<T*>(out), num_src, width, threads
+  if (dtype == 0 && !index64) extreme_grad<float, int32_t>(GF_ARGS(float, int32_t));
+  else if (dtype == 0) extreme_grad<float, int64_t>(GF_ARGS(float, int64_t));
+  else if (!index64) extreme_grad<double, int32_t>(GF_ARGS(double, int32_t));
+  else extreme_grad<double, int64_t>(GF_ARGS(double, int64_t));
+#undef GF_ARGS
+}
+
+// Ask for transparent huge pages on a fresh buffer before its first touch (fewer page
+// faults for large outputs); a no-op where the kernel refuses.
+void gf_advise_huge(void* data, int64_t bytes) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = 2 * 1024 * 1024;
+  const uintptr_t start = (reinterpret_cast<uintptr_t>(data) + huge - 1) & ~(huge - 1);
+  const uintptr_t stop = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(huge - 1);
+  if (stop > start) madvise(reinterpret_cast<void*>(start), stop - start, MADV_HUGEPAGE);
+#endif
+}
+
+}  // extern "C"

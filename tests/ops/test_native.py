@@ -1,0 +1,190 @@
+"""The native (C++) kernels equal the reference, and gnnforge falls back to numba without them.
+
+Widths cover every code path of `_native_src/spmm.cpp`: scalar tails (F not a multiple of
+the 8-float / 4-double vector), 1-8 register vectors, several feature blocks, and wide
+rows whose in-edges are walked in L1-sized tiles (F=300 float64: 6 edges per tile, so the
+hub rows below cross tiles).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gnnforge.ops as ops
+from gnnforge.graph import Graph
+from gnnforge.ops._native import available
+
+pytestmark = pytest.mark.skipif(not available(), reason="native kernels unavailable here")
+
+REDUCES = ("sum", "mean", "max", "min")
+WIDTHS = (1, 3, 7, 8, 9, 16, 33, 64, 65, 100, 300)
+
+
+def _hub_graph(seed: int, num_nodes: int = 40, num_edges: int = 400) -> Graph:
+    """Skewed in-degrees (node 0 gets a third of the edges), loops, multi-edges, isolated."""
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_nodes - 2, (num_edges,), generator=generator)
+    dst = torch.randint(0, num_nodes - 3, (num_edges,), generator=generator)
+    dst[: num_edges // 3] = 0
+    src = torch.cat([src, src[:20], torch.arange(5)])
+    dst = torch.cat([dst, dst[:20], torch.arange(5)])
+    return Graph(src, dst, num_nodes)
+
+
+def _assert_close(actual, expected, graph, scale):
+    """Equal up to float rounding of a sum of at most max-degree terms of size <= scale."""
+    if actual.dtype != torch.float32:
+        torch.testing.assert_close(actual, expected)
+        return
+    degrees = torch.cat([torch.bincount(end, minlength=graph.num_nodes) for end in graph.coo()])
+    terms = int(degrees.max()) if degrees.numel() else 1
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6 * terms * float(scale.detach()) if torch.is_tensor(scale) else scale)
+
+
+def _both(call, index_dtype=None):
+    with ops.use_backend("reference"):
+        expected = call()
+    with ops.use_backend("native", index_dtype=index_dtype):
+        actual = call()
+    return actual, expected
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize(("dtype", "index_dtype"),
+                         [(torch.float32, torch.int32), (torch.float64, torch.int64)], ids=str)
+def test_copy_reduce_forward_and_gradient(width, dtype, index_dtype):
+    graph = _hub_graph(width)
+    x = torch.randn(graph.num_nodes, width, dtype=dtype,
+                    generator=torch.Generator().manual_seed(1)).requires_grad_()
+    grad = torch.randn(graph.num_nodes, width, dtype=dtype)
+    for reduce in REDUCES:
+        with ops.use_backend("reference"):
+            expected = ops.gspmm(graph, "copy_lhs", reduce, x)
+            expected_grad, = torch.autograd.grad(expected, x, grad)
+        with ops.use_backend("native", index_dtype=index_dtype):
+            actual = ops.gspmm(graph, "copy_lhs", reduce, x)
+            actual_grad, = torch.autograd.grad(actual, x, grad)
+        _assert_close(actual, expected, graph, x.abs().max())
+        _assert_close(actual_grad, expected_grad, graph, grad.abs().max())
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_copy_e_and_non_contiguous_and_half(reduce):
+    graph = _hub_graph(3)
+    wide = torch.randn(graph.num_edges, 2 * 37, generator=torch.Generator().manual_seed(2))
+    edge_data = wide[:, ::2]                                    # non-contiguous [E, 37]
+    actual, expected = _both(lambda: ops.gspmm(graph, "copy_rhs", reduce, None, edge_data))
+    _assert_close(actual, expected, graph, edge_data.abs().max())
+    x = torch.randn(20, graph.num_nodes, generator=torch.Generator().manual_seed(3)).t()
+    actual, expected = _both(lambda: ops.gspmm(graph, "copy_lhs", reduce, x))
+    _assert_close(actual, expected, graph, x.abs().max())
+    half = x.to(torch.bfloat16)
+    actual, expected = _both(lambda: ops.gspmm(graph, "copy_lhs", reduce, half))
+    assert actual.dtype == torch.bfloat16
+    torch.testing.assert_close(actual.float(), expected.float(), rtol=2e-2, atol=5e-2)
+
+
+def test_empty_graph_and_zero_width():
+    graph = Graph(torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64), 6)
+    for reduce in REDUCES:
+        actual, expected = _both(lambda: ops.copy_u_sum(graph, torch.randn(6, 9)))
+        torch.testing.assert_close(actual, expected)
+        with ops.use_backend("native"):
+            assert ops.gspmm(graph, "copy_lhs", reduce, torch.randn(6, 0)).shape == (6, 0)
+
+
+def test_gradcheck_float64():
+    graph = _hub_graph(5, num_nodes=12, num_edges=50)
+    x = torch.randn(12, 11, dtype=torch.float64, requires_grad=True)
+    for reduce in REDUCES:
+        with ops.use_backend("native"):
+            assert torch.autograd.gradcheck(
+                lambda a, r=reduce: ops.gspmm(graph, "copy_lhs", r, a), (x,))
+
+
+@st.composite
+def _graphs(draw):
+    num_nodes = draw(st.integers(1, 10))
+    num_edges = draw(st.integers(0, 60))
+    ends = st.lists(st.integers(0, num_nodes - 1), min_size=num_edges, max_size=num_edges)
+    src, dst = draw(ends), draw(ends)
+    width = draw(st.sampled_from(WIDTHS))
+    dtype = draw(st.sampled_from([torch.float32, torch.float64]))
+    seed = draw(st.integers(0, 2**16))
+    x = torch.randn(num_nodes, width, generator=torch.Generator().manual_seed(seed),
+                    dtype=dtype)
+    return Graph(torch.tensor(src, dtype=torch.int64), torch.tensor(dst, dtype=torch.int64),
+                 num_nodes), x, draw(st.sampled_from(REDUCES))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_graphs())
+def test_native_equals_reference_on_arbitrary_graphs(sample):
+    graph, x, reduce = sample
+    leaf = x.clone().requires_grad_()
+    grad = torch.randn_like(x)
+    results = []
+    for backend in ("reference", "native"):
+        with ops.use_backend(backend):
+            out = ops.gspmm(graph, "copy_lhs", reduce, leaf)
+            results.append((out, *torch.autograd.grad(out, leaf, grad)))
+    for actual, expected, scale in zip(results[1], results[0], (x, x, grad)):
+        _assert_close(actual, expected, graph, scale.abs().max() if scale.numel() else 0)
+
+
+def test_without_a_compiler_numba_runs_and_says_why(tmp_path):
+    # A clean cache and a compiler that always fails: one warning, then the numba backend.
+    script = (
+        "import warnings, torch\n"
+        "from gnnforge import ops\n"
+        "from gnnforge.graph import Graph\n"
+        "from gnnforge.ops._dispatch import choose\n"
+        "g = Graph(torch.tensor([0, 1]), torch.tensor([1, 0]), 2)\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    out = ops.copy_u_sum(g, torch.ones(2, 3))\n"
+        "assert choose('gspmm', torch.device('cpu')).backend == 'numba'\n"
+        "assert out.tolist() == [[1.0] * 3] * 2\n"
+        "print(sum('native kernels unavailable' in str(w.message) for w in caught))\n"
+        "try:\n"
+        "    ops.use_backend('native').__enter__()\n"
+        "except RuntimeError as error:\n"
+        "    print('refused', 'compiling the native kernels failed' in str(error))\n"
+    )
+    env = dict(os.environ, CXX="false", GNNFORGE_CACHE=str(tmp_path),
+               PATH=str(_bin_with_failing_compilers(tmp_path)), NUMBA_NUM_THREADS="1",
+               OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "refused", "True"]
+
+
+def _bin_with_failing_compilers(tmp_path: Path) -> Path:
+    """A PATH folder where every compiler name runs `false` (and nothing else is found)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name in ("false", "g++", "c++", "clang++"):
+        tool = folder / name
+        tool.write_text("#!/bin/sh\nexit 1\n")
+        tool.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_output_past_the_cache_takes_the_streaming_store_path(reduce):
+    # [70_000, 256] float32 = 68 MiB >= 64 MiB: non-temporal stores (and the huge-page
+    # advice) are used; a scalar tail width (257) falls back to ordinary stores.
+    for width in (256, 257):
+        graph = _hub_graph(9, num_nodes=70_000 if width == 256 else 66_000, num_edges=3_000)
+        x = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(4))
+        actual, expected = _both(lambda: ops.gspmm(graph, "copy_lhs", reduce, x))
+        _assert_close(actual, expected, graph, x.abs().max())
