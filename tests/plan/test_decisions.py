@@ -198,3 +198,36 @@ def test_ball_is_a_connected_region_of_the_requested_size():
     # a graph of two components: the region restarts in the other one
     two = Graph(torch.tensor([0, 1, 2, 3]), torch.tensor([1, 0, 3, 2]), 4)
     assert _ball(two, 3, seed=0).num_nodes == 3
+
+
+def test_profile_cli_chunks_then_fits_from_several_record_files(tmp_path, capsys):
+    pytest.importorskip("xgboost")
+    import json
+
+    from gnnforge.cli import main
+    from gnnforge.plan import CostModel
+    from gnnforge.plan._profile import ProfileConfig, collect
+
+    config = ProfileConfig(widths=(8, 16), heads=(1, 2), repeats=1)
+    chunks = [collect([("grid", "road", grid_2d(6, 6))], config, progress=False),
+              collect([("rmat", "power-law", rmat(6, 300, seed=1))], config, progress=False)]
+    paths = []
+    for i, records in enumerate(chunks):
+        paths.append(tmp_path / f"chunk{i}.json")
+        paths[-1].write_text(json.dumps(records))
+    out = tmp_path / "models"
+    assert main(["plan", "profile", "--from-records", *map(str, paths),
+                 "--calibration-samples", "0", "--out", str(out)]) == 0
+    assert "decision margin: not measured (0)" in capsys.readouterr().out
+    model = CostModel.load(out)
+    assert model.info["records"] == sum(map(len, chunks))
+    assert model.info["graphs"] == ["grid", "rmat"] and model.decision_margin == 0.0
+    assert model.layer_overhead("GCNConv", True) > 0
+
+
+def test_profile_cli_rejects_unknown_graph_names(capsys):
+    from gnnforge.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["plan", "profile", "--no-fit", "--graphs", "no-such-graph"])
+    assert "unknown --graphs ['no-such-graph']" in capsys.readouterr().err
