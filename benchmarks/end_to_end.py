@@ -73,8 +73,14 @@ def print_row(rows: list, name: str, ours: float, theirs: float, acc_ours, acc_t
 
 # ----------------------------------------------------------------------------- GCN rows
 
+# Below this fraction of non-zeros the gnnforge GCN takes its input as SparseFeatures.
+SPARSE_INPUT_DENSITY = 0.1
+
+
 
 class OurGCN(nn.Module):
+    """x: a dense tensor, or `SparseFeatures` (input dropout and X W over the non-zeros)."""
+
     def __init__(self, width_in: int, hidden: int, classes: int) -> None:
         super().__init__()
         from gnnforge.nn import GCNConv
@@ -82,8 +88,11 @@ class OurGCN(nn.Module):
         self.conv1, self.conv2 = GCNConv(width_in, hidden), GCNConv(hidden, classes)
 
     def forward(self, graph, x):
-        x = F.dropout(F.relu(self.conv1(graph, F.dropout(x, 0.5, self.training))), 0.5,
-                      self.training)
+        from gnnforge.nn import SparseFeatures
+
+        x = (x.dropout(0.5, self.training) if isinstance(x, SparseFeatures)
+             else F.dropout(x, 0.5, self.training))
+        x = F.dropout(F.relu(self.conv1(graph, x)), 0.5, self.training)
         return self.conv2(graph, x)
 
 
@@ -92,7 +101,10 @@ class PygGCN(nn.Module):
         super().__init__()
         from torch_geometric.nn import GCNConv
 
-        self.conv1, self.conv2 = GCNConv(width_in, hidden), GCNConv(hidden, classes)
+        # cached=True: gcn_norm once per graph, as gnnforge's GCNConv caches its prepared
+        # graph (self-loops, degrees) for the graph object it last saw.
+        self.conv1 = GCNConv(width_in, hidden, cached=True)
+        self.conv2 = GCNConv(hidden, classes, cached=True)
 
     def forward(self, edge_index, x):
         x = F.dropout(F.relu(self.conv1(F.dropout(x, 0.5, self.training), edge_index)), 0.5,
@@ -107,6 +119,13 @@ def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled
     theirs = PygGCN(x.shape[1], 16, classes)
     theirs.load_state_dict(ours.state_dict())
     edge_index = torch.stack([graph.src, graph.dst])
+    from gnnforge.nn import SparseFeatures
+
+    # Mostly-zero inputs (Planetoid bag-of-words) go in as SparseFeatures, built once per
+    # dataset like PyG's dataset tensors: dropout and X W then touch only the non-zeros.
+    density = int(torch.count_nonzero(x)) / max(x.numel(), 1)
+    sparse = SparseFeatures.from_dense(x) if density < SPARSE_INPUT_DENSITY else None
+    x_ours = sparse if sparse is not None else x
 
     def trainer(model, call):
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
@@ -123,7 +142,7 @@ def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled
         with torch.no_grad():
             return float((call(model)[test].argmax(1) == y[test]).float().mean())
 
-    run_ours = lambda m: m(graph, x)  # noqa: E731
+    run_ours = lambda m: m(graph, x_ours)  # noqa: E731
     run_theirs = lambda m: m(edge_index, x)  # noqa: E731
     torch.manual_seed(1)
     t_ours = timed_epochs(trainer(ours, run_ours), epochs)
@@ -132,7 +151,45 @@ def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled
     print_row(rows, f"GCN full graph, {name} ({epochs} epochs)", t_ours, t_theirs,
               accuracy(ours, run_ours) if labelled else None,
               accuracy(theirs, run_theirs) if labelled else None,
-              "" if labelled else "random features/labels")
+              ("" if labelled else "random features/labels; ")
+              + (f"gnnforge: sparse input ({density:.2%} non-zero)"
+                 if sparse is not None else "dense input"))
+
+
+def accuracy_spread(name: str, graph: Graph, data, args) -> None:
+    """Test accuracy over seeds 0..K-1 (weights and dropout) after 1 + --epochs steps.
+
+    The sparse input path draws dropout masks for the non-zeros only, so its random
+    stream differs from PyG's dense one; this shows that the accuracies agree within the
+    seed-to-seed spread. Untimed.
+    """
+    from gnnforge.nn import SparseFeatures
+
+    x, y, train, test = data["x"], data["y"], data["train_mask"], data["test_mask"]
+    sparse = SparseFeatures.from_dense(x)
+    edge_index = torch.stack([graph.src, graph.dst])
+    classes = int(y.max()) + 1
+    results: dict[str, list[float]] = {"gnnforge (sparse input)": [], "PyG": []}
+    for seed in range(args.accuracy_seeds):
+        for side, model, call in (
+                ("gnnforge (sparse input)", OurGCN, lambda m: m(graph, sparse)),
+                ("PyG", PygGCN, lambda m: m(edge_index, x))):
+            torch.manual_seed(seed)
+            net = model(x.shape[1], 16, classes)
+            optimizer = torch.optim.Adam(net.parameters(), lr=0.01, weight_decay=5e-4)
+            net.train()
+            for _ in range(args.epochs + 1):
+                optimizer.zero_grad()
+                F.cross_entropy(call(net)[train], y[train]).backward()
+                optimizer.step()
+            net.eval()
+            with torch.no_grad():
+                results[side].append(float((call(net)[test].argmax(1) == y[test]).float()
+                                           .mean()))
+    cells = [f"{statistics.mean(v):.3f} +- {statistics.stdev(v):.3f}" if len(v) > 1
+             else f"{v[0]:.3f}" for v in results.values()]
+    print(f"| GCN {name}, test accuracy over {args.accuracy_seeds} seeds "
+          f"({args.epochs + 1} steps) | {cells[0]} | {cells[1]} |", flush=True)
 
 
 def planetoid(name: str):
@@ -151,8 +208,13 @@ def gcn_rows(rows, args) -> None:
     for name in ("cora", "citeseer", "pubmed"):
         graph = planetoid(name)
         data = graph.node_data
+        if args.accuracy_seeds:
+            accuracy_spread(name, graph, data, args)
+            continue
         full_graph_row(rows, name, graph, data["x"], data["y"], data["train_mask"],
                        data["test_mask"], args.epochs)
+    if args.accuracy_seeds:
+        return
     from gnnforge.data import read_edge_list
 
     path = shared_datasets_dir() / "snap_soc_slashdot0902" / "soc-Slashdot0902.txt.gz"
@@ -202,6 +264,61 @@ class PygSAGE(nn.Module):
         return x
 
 
+def pyg_loader_forward(model: PygSAGE, batch):
+    """PyG's NeighborLoader recipe: layers on the sampled subgraph, the seeds' rows out.
+
+    With pyg-lib the batch reports nodes and edges per hop and each layer trims the
+    subgraph to what later layers need (PyG's hierarchical recipe); torch-sparse's
+    sampler does not report them, so every layer runs on the whole subgraph.
+    """
+    from torch_geometric.utils import trim_to_layer
+
+    x, edge_index = batch.x, batch.edge_index
+    hops = getattr(batch, "num_sampled_nodes", None)
+    for i, conv in enumerate(model.convs):
+        if hops is not None:
+            x, edge_index, _ = trim_to_layer(i, hops, batch.num_sampled_edges, x, edge_index)
+        x = conv(x, edge_index)
+        if i < 2:
+            x = F.relu(x)
+    return x[: batch.batch_size]
+
+
+def pyg_loader_side(graph: Graph, x, y, train, test, theirs, steps, args, labelled):
+    """(epoch time, accuracy) of PyG's own pipeline: NeighborLoader + the PyG model."""
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+
+    data = Data(x=x, y=y, edge_index=torch.stack([graph.src, graph.dst]),
+                num_nodes=graph.num_nodes)
+    loader = NeighborLoader(data, num_neighbors=[10, 10, 10], batch_size=1024,
+                            input_nodes=train, shuffle=True,
+                            generator=torch.Generator().manual_seed(0))
+    optimizer = torch.optim.Adam(theirs.parameters(), lr=0.003)
+
+    def epoch():
+        theirs.train()
+        for step, batch in enumerate(loader):
+            if step == steps:
+                break
+            logits = pyg_loader_forward(theirs, batch)
+            optimizer.zero_grad()
+            F.cross_entropy(logits, batch.y[: batch.batch_size]).backward()
+            optimizer.step()
+
+    seconds = timed_epochs(epoch, args.sage_epochs)
+    if not labelled:
+        return seconds, None
+    theirs.eval()
+    correct = 0
+    with torch.no_grad():
+        for batch in NeighborLoader(data, num_neighbors=[10, 10, 10], batch_size=1024,
+                                    input_nodes=test, shuffle=False):
+            logits = pyg_loader_forward(theirs, batch)
+            correct += int((logits.argmax(1) == batch.y[: batch.batch_size]).sum())
+    return seconds, correct / test.numel()
+
+
 def pyg_blocks(blocks):
     out = []
     for block in blocks:
@@ -221,8 +338,19 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
     seeds = NodeSeeds(train, 1024, seed=0)
     steps = min(len(seeds), args.sage_steps)
     graph.csr()  # both sides share the sampler; build the CSR outside the timing
+    from gnnforge.nn import SparseFeatures
 
-    def trainer(model, convert):
+    # Mostly-zero inputs (PubMed's TF-IDF) stay sparse on the gnnforge side: a batch
+    # gathers the non-zeros of its input rows and layer 0 projects over them.
+    density = int(torch.count_nonzero(x)) / max(x.numel(), 1)
+    sparse = SparseFeatures.from_dense(x) if density < SPARSE_INPUT_DENSITY else None
+    # index_select, as PyG's NeighborLoader gathers a batch's features (filter_data); on
+    # one thread it is about 6x faster than x[nodes] for these [29k, 64] gathers.
+    gather_ours = ((lambda nodes: sparse.rows(nodes)) if sparse is not None
+                   else (lambda nodes: x.index_select(0, nodes)))
+    gather_theirs = lambda nodes: x.index_select(0, nodes)  # noqa: E731
+
+    def trainer(model, convert, gather):
         optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
         generator = torch.Generator().manual_seed(0)
         state = {"epoch": 0}
@@ -235,13 +363,13 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
                 if step == steps:
                     break
                 blocks = sampler.sample(graph, batch, generator=generator)
-                logits = model(convert(blocks), x[blocks[0].src_nodes])
+                logits = model(convert(blocks), gather(blocks[0].src_nodes))
                 optimizer.zero_grad()
                 F.cross_entropy(logits, y[batch]).backward()
                 optimizer.step()
         return epoch
 
-    def accuracy(model, convert):
+    def accuracy(model, convert, gather):
         if not labelled:
             return None
         model.eval()
@@ -250,21 +378,37 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
         with torch.no_grad():
             for batch in NodeSeeds(test, 1024, shuffle=False):
                 blocks = sampler.sample(graph, batch, generator=generator)
-                logits = model(convert(blocks), x[blocks[0].src_nodes])
+                logits = model(convert(blocks), gather(blocks[0].src_nodes))
                 correct += int((logits.argmax(1) == y[batch]).sum())
         return correct / test.numel()
 
-    t_ours = timed_epochs(trainer(ours, lambda b: b), args.sage_epochs)
-    t_theirs = timed_epochs(trainer(theirs, pyg_blocks), args.sage_epochs)
-    model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args)
-    note = ("PyG model on gnnforge-sampled blocks (no pyg-lib/torch-sparse for "
-            "NeighborLoader)") if not pyg_sampling() else ""
-    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch)", t_ours,
-              t_theirs, accuracy(ours, lambda b: b), accuracy(theirs, pyg_blocks),
-              note + ("" if labelled else "; random features/labels"))
+    t_ours = timed_epochs(trainer(ours, lambda b: b, gather_ours), args.sage_epochs)
+    initial = {k: v.clone() for k, v in theirs.state_dict().items()}
+    t_theirs = timed_epochs(trainer(theirs, pyg_blocks, gather_theirs), args.sage_epochs)
+    model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps,
+                   (gather_ours, gather_theirs), y, args)
+    extra = ("" if labelled else "; random features/labels") + (
+        f"; gnnforge: sparse input ({density:.2%} non-zero)" if sparse is not None else "")
+    acc_ours = accuracy(ours, lambda b: b, gather_ours)
+    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), PyG on "
+              "gnnforge blocks", t_ours, t_theirs, acc_ours,
+              accuracy(theirs, pyg_blocks, gather_theirs),
+              "PyG model on the blocks gnnforge samples (sampling shared)" + extra)
+    if not pyg_sampling():
+        print(f"SAGE {name}: PyG NeighborLoader row skipped: needs pyg-lib or torch-sparse")
+        return
+    theirs.load_state_dict(initial)
+    t_loader, acc_loader = pyg_loader_side(graph, x, y, train, test, theirs, steps, args,
+                                           labelled)
+    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), PyG "
+              "NeighborLoader", t_ours, t_loader, acc_ours, acc_loader,
+              "PyG's own pipeline: NeighborLoader (" + ("pyg-lib, trim_to_layer"
+                                                       if importlib.util.find_spec("pyg_lib")
+                                                       else "torch-sparse; layers on the "
+                                                       "whole subgraph") + ")" + extra)
 
 
-def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y, args):
+def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, gathers, y, args):
     """Forward+backward of both models on the same pre-sampled batches (no sampling)."""
     seeds.set_epoch(0)
     generator = torch.Generator().manual_seed(2)
@@ -273,13 +417,15 @@ def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, x, y,
         if step == steps:
             break
         blocks = sampler.sample(graph, batch, generator=generator)
-        batches.append((blocks, pyg_blocks(blocks), x[blocks[0].src_nodes], y[batch]))
+        batches.append((blocks, pyg_blocks(blocks), gathers[0](blocks[0].src_nodes),
+                        gathers[1](blocks[0].src_nodes), y[batch]))
 
     def run(model, pyg: bool):
         def epoch():
-            for blocks, converted, features, labels in batches:
+            for blocks, converted, ours_x, theirs_x, labels in batches:
                 model.zero_grad()
-                F.cross_entropy(model(converted if pyg else blocks, features), labels).backward()
+                F.cross_entropy(model(converted, theirs_x) if pyg else model(blocks, ours_x),
+                                labels).backward()
         return epoch
 
     print_row(rows, f"SAGE model only, {name} ({steps} pre-sampled batches)",
@@ -341,8 +487,25 @@ def moses_tpsa(count: int) -> list[Graph]:
     return graphs
 
 
+class OgbEncoder(nn.Module):
+    """OGB's AtomEncoder / BondEncoder (ogb.graphproppred.mol_encoder): the sum of one
+    nn.Embedding lookup per feature column, as PyG's OGB examples use it. Same parameter
+    names as gnnforge's FeatureEncoder, whose embedding_bag computes the same sum."""
+
+    def __init__(self, vocabulary_sizes, dim: int) -> None:
+        super().__init__()
+        self.embeddings = nn.ModuleList(nn.Embedding(v, dim) for v in vocabulary_sizes)
+
+    def forward(self, features):
+        out = 0
+        for column, embedding in enumerate(self.embeddings):
+            out = out + embedding(features[:, column])
+        return out
+
+
 class PygMoleculeGIN(nn.Module):
-    """gnnforge's MoleculeGIN with PyG's GINEConv and pooling (same parameter names)."""
+    """gnnforge's MoleculeGIN with PyG's GINEConv and pooling and OGB's encoders (same
+    parameter names, weights loaded from the gnnforge model)."""
 
     def __init__(self, reference) -> None:
         super().__init__()
@@ -350,8 +513,10 @@ class PygMoleculeGIN(nn.Module):
 
         import copy
 
-        self.atom_encoder = copy.deepcopy(reference.atom_encoder)
-        self.bond_encoders = copy.deepcopy(reference.bond_encoders)
+        hidden = reference.head.in_features
+        self.atom_encoder = OgbEncoder(reference.atom_encoder.vocabulary_sizes, hidden)
+        self.bond_encoders = nn.ModuleList(OgbEncoder(bond.vocabulary_sizes, hidden)
+                                           for bond in reference.bond_encoders)
         self.convs = nn.ModuleList(GINEConv(nn.Identity(), train_eps=True)
                                    for _ in reference.convs)
         self.mlps = copy.deepcopy(reference.mlps)
@@ -459,6 +624,9 @@ def main() -> int:
     parser.add_argument("--gin-epochs", type=int, default=5)
     parser.add_argument("--molecules", type=int, default=20000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--accuracy-seeds", type=int, default=0,
+                        help="GCN Planetoid rows: instead of timing, report test accuracy "
+                             "mean +- std over this many seeds for both sides")
     args = parser.parse_args()
     from gnnforge.train._cli import set_threads
 
@@ -466,9 +634,12 @@ def main() -> int:
     print(f"torch {torch.__version__}, torch_geometric "
           f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
     print(dgl_reason())
-    print("| workload | gnnforge ms/epoch | PyG ms/epoch | ratio | gnnforge acc | PyG acc | "
-          "note |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    if args.accuracy_seeds:
+        print("| workload | gnnforge acc | PyG acc |\n| --- | --- | --- |")
+    else:
+        print("| workload | gnnforge ms/epoch | PyG ms/epoch | ratio | gnnforge acc | PyG acc "
+              "| note |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
     rows: list = []
     chosen = args.rows.split(",")
     for name, function in (("gcn", gcn_rows), ("sage", sage_rows), ("gin", gin_rows)):

@@ -11,6 +11,7 @@ from gnnforge.nn._node_models import NodeClassifier
 from gnnforge.nn._readout import max_pool, mean_pool, pool, sum_pool
 from gnnforge.nn._rgcn_conv import RGCNConv
 from gnnforge.nn._sage_conv import SAGEConv
+from gnnforge.nn._sparse_features import SparseFeatures
 from gnnforge.nn._sg_conv import SGConv
 from gnnforge.nn._tag_conv import TAGConv
 
@@ -28,6 +29,7 @@ __all__ = [
     "RGCNConv",
     "SAGEConv",
     "SGConv",
+    "SparseFeatures",
     "TAGConv",
     "max_pool",
     "mean_pool",

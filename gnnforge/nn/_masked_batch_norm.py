@@ -18,6 +18,12 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
     values are never read) so the output keeps x's shape. Without a mask it is BatchNorm1d.
     Parameter and buffer names equal BatchNorm1d's, so state dicts load either way.
 
+    Packed batches put every padding row after the real ones; for such a prefix mask the
+    real rows go through torch's fused batch norm kernel (one pass forward, one backward,
+    instead of a dozen element-wise ops) and the padding rows are normalised with the same
+    statistics, detached: padding outputs never reach a loss, and the real rows' values,
+    gradients and running estimates equal the general path's.
+
     Shapes:
         x: [N, C] float; mask: [N] bool or None; returns [N, C].
     """
@@ -25,6 +31,9 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         if mask is None or not (self.training or not self.track_running_stats):
             return super().forward(x)
+        real = _prefix_length(mask)
+        if real is not None and real >= 2:
+            return self._prefix_forward(x, real)
         weight = mask.to(x.dtype)                                      # [N]
         count = weight.sum().clamp(min=1.0)
         # Reductions over rows as matrix-vector products: one pass each, no [N, C] temporaries
@@ -39,6 +48,25 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
             return torch.addcmul(self.bias, centred, scale * self.weight)
         return centred * scale
 
+    def _prefix_forward(self, x: Tensor, real: int) -> Tensor:
+        """Rows [0, real) are real: fused batch norm on them, the same scaling on the rest."""
+        factor = 0.0
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            factor = (1.0 / float(self.num_batches_tracked) if self.momentum is None
+                      else self.momentum)
+        out, mean, invstd = torch.native_batch_norm(
+            x[:real], self.weight, self.bias,
+            self.running_mean if self.track_running_stats else None,
+            self.running_var if self.track_running_stats else None, True, factor, self.eps)
+        if real == x.shape[0]:
+            return out
+        scale = invstd.detach() if self.weight is None else invstd.detach() * self.weight
+        padding = (x[real:] - mean.detach()) * scale                             # [P, C]
+        if self.bias is not None:
+            padding = padding + self.bias
+        return torch.cat([out, padding])
+
     @torch.no_grad()
     def _update_running(self, mean: Tensor, var: Tensor, count: Tensor) -> None:
         self.num_batches_tracked += 1
@@ -47,3 +75,13 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         unbiased = var * count / (count - 1).clamp(min=1.0)
         self.running_mean.mul_(1 - momentum).add_(mean.detach(), alpha=momentum)
         self.running_var.mul_(1 - momentum).add_(unbiased.detach(), alpha=momentum)
+
+
+def _prefix_length(mask: Tensor) -> int | None:
+    """k when mask is True exactly on rows [0, k), else None."""
+    if mask.dim() != 1 or mask.dtype != torch.bool:
+        return None
+    real = int(mask.sum())
+    if bool(mask[:real].all()) and not bool(mask[real:].any()):
+        return real
+    return None

@@ -4,6 +4,7 @@ with a per-layer bond embedding, batch norm, and a pooled linear head."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -19,8 +20,18 @@ __all__ = ["FeatureEncoder", "MoleculeGIN"]
 _POOLS = ("sum", "mean")
 
 
+# Up to this many value combinations, a FeatureEncoder embeds every combination once per
+# call and rows index that table (bonds: 5 * 6 * 2 = 60 combinations).
+_MAX_COMBINATIONS = 4096
+
+
 class FeatureEncoder(nn.Module):
     """Sum of one embedding per integer feature column (OGB's AtomEncoder/BondEncoder).
+
+    Two exact ways to the same sum, picked by vocabulary size. Few combinations (bond
+    features): embed all combinations once ([K, D], K <= 4096) and gather each row's
+    combination, so backward accumulates into K rows instead of sorting N * C indices.
+    Otherwise one gather of the N * C rows of the stacked tables, summed over columns.
 
     Shapes:
         features: [N, C] int64 with column c in [0, vocabulary_sizes[c]); returns [N, D].
@@ -34,15 +45,37 @@ class FeatureEncoder(nn.Module):
             nn.init.xavier_uniform_(embedding.weight)
         offsets = torch.tensor((0, *self.vocabulary_sizes[:-1])).cumsum(0)
         self.register_buffer("offsets", offsets, persistent=False)
+        self.register_buffer("combinations", None, persistent=False)
+        if math.prod(self.vocabulary_sizes) <= _MAX_COMBINATIONS:
+            # Mixed-radix code of a row: sum_c features[:, c] * strides[c].
+            strides = torch.tensor([math.prod(self.vocabulary_sizes[c + 1:])
+                                    for c in range(len(self.vocabulary_sizes))])
+            grid = torch.cartesian_prod(*(torch.arange(v) for v in self.vocabulary_sizes))
+            self.register_buffer("strides", strides, persistent=False)
+            self.register_buffer("combinations", grid.reshape(-1, len(self.vocabulary_sizes))
+                                 + offsets, persistent=False)             # [K, C] table rows
+
+    def accepts(self, features: Tensor) -> bool:
+        """True when `features` is [N, C] with this encoder's C columns."""
+        return features.dim() == 2 and features.shape[1] == len(self.embeddings)
 
     def forward(self, features: Tensor) -> Tensor:
-        if features.dim() != 2 or features.shape[1] != len(self.embeddings):
+        if not self.accepts(features):
             raise ValueError(f"FeatureEncoder: expected [N, {len(self.embeddings)}] int64 "
                              f"features, got {tuple(features.shape)} {features.dtype}")
-        # One embedding_bag over the stacked tables equals the sum of the C lookups, in one
-        # kernel forward and one backward instead of C of each.
-        table = torch.cat([embedding.weight for embedding in self.embeddings])
-        return F.embedding_bag(features + self.offsets, table, mode="sum")
+        return self.embed(features, self.table())
+
+    def table(self) -> Tensor:
+        """[sum of vocabulary sizes, D] the column tables stacked."""
+        return torch.cat([embedding.weight for embedding in self.embeddings])
+
+    def embed(self, features: Tensor, table: Tensor) -> Tensor:
+        """[N, W] sum over columns c of table[offsets[c] + features[:, c]] for any [V, W]."""
+        if self.combinations is not None:
+            every = F.embedding_bag(self.combinations, table, mode="sum")       # [K, W]
+            return every.index_select(0, features @ self.strides)
+        rows = table.index_select(0, (features + self.offsets).reshape(-1))    # [N * C, W]
+        return rows.view(features.shape[0], features.shape[1], table.shape[1]).sum(1)
 
 
 class _MLP(nn.Module):
@@ -97,15 +130,29 @@ class MoleculeGIN(nn.Module):
     def forward(self, batch: GraphBatch) -> Tensor:
         mask = batch.node_mask if isinstance(batch, GraphBatch) else None
         h = self.atom_encoder(batch.node_data["x"])
-        edge_attr = batch.edge_data["edge_attr"]
+        bonds = self._bond_embeddings(batch.edge_data["edge_attr"])
         last = len(self.convs) - 1
         for layer, (conv, mlp, norm, bond) in enumerate(
-                zip(self.convs, self.mlps, self.norms, self.bond_encoders)):
-            h = norm(mlp(conv(batch, h, bond(edge_attr)), mask), mask)
+                zip(self.convs, self.mlps, self.norms, bonds)):
+            h = norm(mlp(conv(batch, h, bond), mask), mask)
             if layer != last:
                 h = F.relu(h)
             h = F.dropout(h, self.dropout, self.training)
         return self.head(self._readout(batch, h))
+
+    def _bond_embeddings(self, edge_attr: Tensor) -> tuple[Tensor, ...]:
+        """Every layer's bond embedding [E, D] from one lookup in the tables side by side.
+
+        Equal to `[bond(edge_attr) for bond in self.bond_encoders]`: the layers index the
+        same rows, so one embedding_bag over [V, L*D] replaces L lookups (and L index sorts
+        in backward).
+        """
+        first = self.bond_encoders[0]
+        if first.accepts(edge_attr):
+            table = torch.cat([encoder.table() for encoder in self.bond_encoders], dim=1)
+            joined = first.embed(edge_attr, table)                              # [E, L*D]
+            return joined.split(table.shape[1] // len(self.bond_encoders), dim=1)
+        return tuple(bond(edge_attr) for bond in self.bond_encoders)  # raises the message
 
     def _readout(self, batch: GraphBatch, h: Tensor) -> Tensor:
         num_graphs = batch.num_graphs if isinstance(batch, GraphBatch) else 1

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge.nn._sage_conv import SAGEConv
+from gnnforge.nn._sparse_features import SparseFeatures
 
 __all__ = ["NodeClassifier"]
 
@@ -32,6 +33,10 @@ class NodeClassifier(nn.Module):
     `forward(graph, x)` runs every layer on one (full) graph; `forward(blocks, x)` with a
     list of L sampler blocks runs layer l on blocks[l] (x then holds the input features of
     blocks[0]'s source nodes and the output has one row per destination of blocks[-1]).
+    With `exchange` (cooperative minibatching, `CooperativeMinibatch.exchanges()`), x holds
+    the rows this process owns, and before layer l `exchange[l]` turns the owned rows into
+    the rows of blocks[l]'s sources. x may be `SparseFeatures` (mean/sum SAGE or GCN):
+    the input dropout and the first projection then touch only its non-zeros.
 
     Args:
         in_channels, hidden, num_classes: widths. num_layers: L >= 1.
@@ -50,13 +55,20 @@ class NodeClassifier(nn.Module):
                                    for i in range(num_layers))
         self.dropout = dropout
 
-    def forward(self, graph: Any | Sequence[Any], x: Tensor) -> Tensor:
+    def forward(self, graph: Any | Sequence[Any], x: Tensor | SparseFeatures,
+                exchange: Sequence[Callable[[Tensor], Tensor]] | None = None) -> Tensor:
         blocks = list(graph) if isinstance(graph, list | tuple) else [graph] * len(self.convs)
         if len(blocks) != len(self.convs):
             raise ValueError(f"NodeClassifier: got {len(blocks)} blocks for "
                              f"{len(self.convs)} layers")
+        if exchange is not None and len(exchange) != len(self.convs):
+            raise ValueError(f"NodeClassifier: got {len(exchange)} exchanges for "
+                             f"{len(self.convs)} layers")
         for layer, (conv, block) in enumerate(zip(self.convs, blocks)):
-            x = F.dropout(x, self.dropout, self.training)
+            if exchange is not None:
+                x = exchange[layer](x)
+            x = (x.dropout(self.dropout, self.training) if isinstance(x, SparseFeatures)
+                 else F.dropout(x, self.dropout, self.training))
             x = conv(block, x)
             if layer != len(self.convs) - 1:
                 x = F.relu(x)

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_neighbors
+from gnnforge.nn._sparse_features import SparseFeatures
 
 __all__ = ["SAGEConv"]
 
@@ -25,6 +26,10 @@ class SAGEConv(nn.Module):
     so when `out_channels < in_channels` the layer projects first and aggregates the
     narrower features (the bias is added afterwards, so nodes without in-edges still get
     exactly PyG's value).
+
+    x may be `SparseFeatures` for the mean and sum aggregators: both projections then run
+    over the non-zeros (`SparseFeatures.matmul`), and the aggregation on the [N, F_out]
+    projected rows.
 
     Args:
         in_channels: input width F_in.
@@ -54,7 +59,9 @@ class SAGEConv(nn.Module):
         if self.lin_r is not None:
             self.lin_r.reset_parameters()
 
-    def forward(self, graph: Any, x: Tensor) -> Tensor:
+    def forward(self, graph: Any, x: Tensor | SparseFeatures) -> Tensor:
+        if isinstance(x, SparseFeatures):
+            return self._sparse_forward(graph, x)
         check_node_input("SAGEConv", graph, x)
         if self.aggr != "max" and self.out_channels < self.in_channels:
             out = reduce_neighbors(graph, F.linear(x, self.lin_l.weight), self.aggr)
@@ -64,6 +71,24 @@ class SAGEConv(nn.Module):
             out = self.lin_l(reduce_neighbors(graph, x, self.aggr))
         if self.lin_r is not None:
             out = out + self.lin_r(dst_part(graph, x))
+        if self.normalize:
+            out = F.normalize(out, p=2.0, dim=-1)
+        return out
+
+    def _sparse_forward(self, graph: Any, x: SparseFeatures) -> Tensor:
+        if self.aggr == "max":
+            raise ValueError("SAGEConv: SparseFeatures input needs a linear aggregator (mean "
+                             "or sum): max does not commute with the projection; pass "
+                             "x.to_dense()")
+        if x.shape != (graph.num_src_nodes, self.in_channels):
+            raise ValueError(f"SAGEConv: x must have shape [num_src_nodes="
+                             f"{graph.num_src_nodes}, {self.in_channels}], got "
+                             f"SparseFeatures of shape {x.shape}")
+        out = reduce_neighbors(graph, x.matmul(self.lin_l.weight.t()), self.aggr)
+        if self.lin_l.bias is not None:
+            out = out + self.lin_l.bias
+        if self.lin_r is not None:
+            out = out + x.head(graph.num_dst_nodes).matmul(self.lin_r.weight.t())
         if self.normalize:
             out = F.normalize(out, p=2.0, dim=-1)
         return out

@@ -5,6 +5,7 @@ Networks" (Graphcore, 2022). See docs/packing.md.
 """
 
 from gnnforge.packing._assign import PackAssigner
+from gnnforge.packing._column_generation import LPBound
 from gnnforge.packing._heuristics import HEURISTICS, check_monotone, weighted_heuristic
 from gnnforge.packing._histogram import size_histogram
 from gnnforge.packing._loader import PackedLoader
@@ -14,6 +15,7 @@ from gnnforge.packing._plan import PackingPlan, lower_bound
 __all__ = [
     "HEURISTICS",
     "METHODS",
+    "LPBound",
     "PackAssigner",
     "PackedLoader",
     "PackingPlan",

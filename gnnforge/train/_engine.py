@@ -30,7 +30,12 @@ CHECKPOINT = "checkpoint.pt"
 
 
 class Task(Protocol):
-    """What a task gives the loop. Batch order must depend only on (seed, epoch)."""
+    """What a task gives the loop. Batch order must depend only on (seed, epoch).
+
+    Optional attribute `cooperative` (default False): under torch.distributed every
+    process takes its share of every batch (`batch(step)` on all ranks, the loss being
+    that share of the global loss) and the loop sums gradients instead of using DDP.
+    """
 
     name: str
     metric: str                 # validation metric used for early stopping, e.g. 'val_mae'
@@ -63,19 +68,29 @@ class _Progress:
     stopped_early: bool = False
 
 
-def _distributed() -> tuple[int, int]:
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return 0, 1
+def init_distributed() -> tuple[int, int]:
+    """(rank, world size): an initialised process group's, torchrun's (gloo), or (0, 1)."""
     import torch.distributed as dist
 
-    if not dist.is_initialized():
-        dist.init_process_group("gloo")
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, 1
+    from gnnforge.distributed import init_from_env
+
+    # A generous collective timeout: rank 0 also writes checkpoints and logs between steps.
+    init_from_env(timeout_s=600.0, backend="gloo")
     return dist.get_rank(), dist.get_world_size()
+
+
+def _cooperative(task: Task) -> bool:
+    """True for a task whose processes share every minibatch (cooperative minibatching)."""
+    return bool(getattr(task, "cooperative", False))
 
 
 def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     """Train `task` as `config` says; returns the summary (also written to metrics.json)."""
-    rank, world = _distributed()
+    rank, world = init_distributed()
     out_dir = Path(config.out_dir)
     torch.manual_seed(config.seed)
     model = task.build_model()
@@ -84,15 +99,18 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     progress, history, best_state = _Progress(), [], None
     path = out_dir / CHECKPOINT
     if config.resume and path.exists():
-        progress, history, best_state = _resume(path, model, optimizer, task, config)
+        progress, history, best_state = _resume(path, model, optimizer, task, config,
+                                                rank, world)
         if rank == 0:
             printer(f"resumed from {path}: epoch {progress.epoch + 1}, step {progress.step}")
     elif config.resume and rank == 0:
         printer(f"--resume: no checkpoint at {path}; starting from scratch")
     trained = model
-    if world > 1:
+    if world > 1 and _cooperative(task):
+        _broadcast_parameters(model)  # gradients are all-reduced by hand after each step
+    elif world > 1:
         trained = nn.parallel.DistributedDataParallel(model)
-    saver = _Saver(path, model, optimizer, task, config, rank)
+    saver = _Saver(path, model, optimizer, task, config, rank, world)
 
     while progress.epoch < config.epochs and not progress.stopped_early:
         _train_epoch(config, task, trained, optimizer, progress, saver, history, best_state,
@@ -114,39 +132,90 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     return summary
 
 
-def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig):
+def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank: int,
+            world: int):
     state = load_checkpoint(path)
     if state["config"].get("task") != config.task or state["config"].get("seed") != config.seed:
         raise ValueError(f"--resume: {path} was written by task={state['config'].get('task')!r}"
                          f" seed={state['config'].get('seed')}, not task={config.task!r} "
                          f"seed={config.seed}; use another --out-dir")
+    written = (state.get("world_size", 1),
+               state["config"].get("distributed", "independent"))
+    if written != (world, config.distributed):
+        raise ValueError(f"--resume: {path} was written by {written[0]} process(es) with "
+                         f"--distributed {written[1]}, but this run has {world} with "
+                         f"--distributed {config.distributed}; the batch assignment would "
+                         "differ, so resume with the same launch (or use another --out-dir)")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     task.load_state_dict(state["task"])
-    restore_rng(state["rng"])
+    # Every process continues its own random streams (dropout masks differ by rank).
+    restore_rng(state["rng_per_rank"][rank] if "rng_per_rank" in state else state["rng"])
     return _Progress(**state["progress"]), list(state["history"]), state["best_model"]
 
 
 class _Saver:
     def __init__(self, path: Path, model, optimizer, task: Task, config: TrainConfig,
-                 rank: int) -> None:
+                 rank: int, world: int) -> None:
         self.path, self.model, self.optimizer, self.task = path, model, optimizer, task
-        self.config, self.rank = config, rank
+        self.config, self.rank, self.world = config, rank, world
 
     def save(self, progress: _Progress, history: list, best_state) -> None:
+        """Rank 0 writes; collective when world > 1 (every rank's RNG state is gathered)."""
+        rng = capture_rng()
+        payload: dict[str, Any] = {}
+        if self.world > 1:
+            import torch.distributed as dist
+
+            states: list[Any] = [None] * self.world
+            dist.all_gather_object(states, rng)
+            payload["rng_per_rank"] = states
         if self.rank != 0:
             return
-        save_checkpoint(self.path, {
+        payload.update({
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "progress": dict(progress.__dict__), "history": history,
-            "best_model": best_state, "task": self.task.state_dict(), "rng": capture_rng(),
-            "config": self.config.to_dict()})
+            "best_model": best_state, "task": self.task.state_dict(), "rng": rng,
+            "config": self.config.to_dict(), "world_size": self.world})
+        save_checkpoint(self.path, payload)
+
+
+def _broadcast_parameters(model: nn.Module) -> None:
+    import torch.distributed as dist
+
+    for tensor in list(model.parameters()) + list(model.buffers()):
+        dist.broadcast(tensor.data, src=0)
+
+
+def _all_reduce_step(model: nn.Module, loss: Tensor) -> float:
+    """Sum gradients and the loss over processes in one collective; returns the summed loss.
+
+    Cooperative minibatching: each process's loss is its seeds' share of the global batch
+    loss (already divided by the global batch size), so the sums are the global batch's
+    loss and gradient, exactly what one process would compute for the whole batch.
+    """
+    import torch.distributed as dist
+
+    from gnnforge.distributed._exchange import collective
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads] + [loss.detach().reshape(1).to(grads[0])])
+    collective("all_reduce of gradients", lambda: dist.all_reduce(flat))
+    offset = 0
+    for param, grad in zip(params, grads):
+        param.grad = flat[offset:offset + grad.numel()].view_as(grad)
+        offset += grad.numel()
+    return float(flat[-1])
 
 
 def _train_epoch(config, task, model, optimizer, progress, saver, history, best_state,
                  rank, world) -> None:
     num_batches = task.start_epoch(progress.epoch)
-    steps = num_batches // world  # every rank takes the same number of steps
+    shared = _cooperative(task)
+    # Independent: rank r takes batches r, r + W, ... (every rank the same number of steps).
+    # Cooperative: every rank takes its share of every batch.
+    steps = num_batches if shared else num_batches // world
     model.train()
     # disable=None lets tqdm hide the bar when stderr is not a terminal (CI logs, pipes).
     quiet = not config.progress or rank != 0
@@ -154,13 +223,14 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
                desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
     for step in range(progress.step, steps):
         start = time.perf_counter()
-        batch = task.batch(step * world + rank)
+        batch = task.batch(step if shared else step * world + rank)
         loss, items = task.loss(model, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        value = _all_reduce_step(model, loss) if shared and world > 1 else float(loss.detach())
         optimizer.step()
         progress.seconds += time.perf_counter() - start
-        progress.loss_sum += float(loss.detach()) * items
+        progress.loss_sum += value * items
         progress.items += items
         progress.step = step + 1
         bar.update(1)

@@ -66,9 +66,13 @@ class SampledBatches:
         self._batches += 1
         return blocks, blocks[0].src_nodes, seeds
 
-    def features(self, x: Tensor, input_nodes: Tensor) -> Tensor:
-        """[n, F] input features of `input_nodes`, through the feature cache when enabled."""
-        return self.store.fetch(input_nodes) if self.store is not None else x[input_nodes]
+    def features(self, x: Any, input_nodes: Tensor) -> Any:
+        """[n, F] input features of `input_nodes` (x a tensor or SparseFeatures), through
+        the feature cache when enabled."""
+        if self.store is not None:
+            return self.store.fetch(input_nodes)
+        # index_select: on one thread several times faster than x[input_nodes].
+        return x.index_select(0, input_nodes) if isinstance(x, Tensor) else x.rows(input_nodes)
 
     def epoch_stats(self) -> dict[str, float]:
         stats = {"sampled_edges_per_batch": self._edges / max(self._batches, 1)}

@@ -3,6 +3,9 @@ ignore padding and agree between a full graph and blocks."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
 import torch
 
 from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
@@ -63,10 +66,72 @@ def test_node_classifier_blocks_equal_full_graph_when_blocks_are_full():
     torch.testing.assert_close(model([graph, graph], x), full)
 
 
-def test_feature_encoder_is_the_sum_of_column_embeddings():
+@pytest.mark.parametrize("sizes", [(3, 5, 2), ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, (1,)])
+def test_feature_encoder_is_the_sum_of_column_embeddings(sizes):
+    """Both paths (a table of all combinations, and one gather) against C lookups."""
     from gnnforge.nn import FeatureEncoder
 
-    encoder = FeatureEncoder((3, 5, 2), 4)
-    features = torch.tensor([[0, 4, 1], [2, 0, 0], [1, 3, 1]])
-    expected = sum(encoder.embeddings[c](features[:, c]) for c in range(3))
-    torch.testing.assert_close(encoder(features), expected)
+    torch.manual_seed(0)
+    encoder = FeatureEncoder(sizes, 4).double()
+    assert (encoder.combinations is not None) == (math.prod(sizes) <= 4096)
+    generator = torch.Generator().manual_seed(1)
+    for rows in (0, 1, 37):
+        features = torch.stack([torch.randint(0, v, (rows,), generator=generator)
+                                for v in sizes], 1)
+        upstream = torch.randn(rows, 4, generator=generator, dtype=torch.float64)
+        (encoder(features) * upstream).sum().backward()
+        fast = [e.weight.grad.clone() for e in encoder.embeddings]
+        encoder.zero_grad()
+        expected = sum(encoder.embeddings[c](features[:, c]) for c in range(len(sizes)))
+        (expected * upstream).sum().backward()
+        torch.testing.assert_close(encoder(features), expected)
+        for grad, embedding in zip(fast, encoder.embeddings):
+            torch.testing.assert_close(grad, embedding.weight.grad)
+        encoder.zero_grad()
+
+
+def test_masked_batch_norm_prefix_path_equals_general_path():
+    """Padding after the real rows (packed batches) takes the fused kernel; values, the
+    real rows' gradients and the running estimates equal the general masked path's."""
+    generator = torch.Generator().manual_seed(1)
+    fast, general = MaskedBatchNorm1d(6), MaskedBatchNorm1d(6)
+    for real, total in ((30, 37), (12, 12), (2, 9)):
+        x = torch.randn(total, 6, generator=generator, dtype=torch.float64) * 3 + 1
+        prefix = torch.arange(total) < real
+        shuffled = prefix[torch.randperm(total, generator=generator)]  # same count, no prefix
+        order = torch.argsort(~shuffled, stable=True)                    # real rows first
+        upstream = torch.randn(total, 6, generator=generator, dtype=torch.float64)
+        fast, general = fast.double(), general.double()
+        x_fast = x.clone().requires_grad_()
+        x_general = x[order.argsort()].clone().requires_grad_()         # rows where shuffled
+        out_fast = fast(x_fast, prefix)
+        out_general = general(x_general, shuffled)
+        torch.testing.assert_close(out_fast, out_general[order])
+        (out_fast[prefix] * upstream[prefix]).sum().backward()
+        (out_general[shuffled] * upstream[order.argsort()][shuffled]).sum().backward()
+        torch.testing.assert_close(x_fast.grad, x_general.grad[order])
+        for a, b in zip(fast.parameters(), general.parameters()):
+            torch.testing.assert_close(a.grad, b.grad)
+            a.grad = b.grad = None
+    torch.testing.assert_close(fast.running_mean, general.running_mean)
+    torch.testing.assert_close(fast.running_var, general.running_var)
+    assert int(fast.num_batches_tracked) == int(general.num_batches_tracked) == 3
+
+
+def test_molecule_gin_joined_bond_lookup_equals_per_layer_encoders():
+    graphs = molecules(5, seed=3)
+    batch = GraphBatch.from_graphs(graphs).pad(60, 80, 7)
+    torch.manual_seed(1)
+    model = MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=8, num_layers=3)
+    edge_attr = batch.edge_data["edge_attr"]
+    joined = model._bond_embeddings(edge_attr)
+    upstream = [torch.randn_like(j) for j in joined]
+    sum(((j * u).sum() for j, u in zip(joined, upstream))).backward()
+    fast = [p.grad.clone() for p in model.bond_encoders.parameters()]
+    model.zero_grad()
+    separate = [bond(edge_attr) for bond in model.bond_encoders]
+    sum(((s * u).sum() for s, u in zip(separate, upstream))).backward()
+    for a, b in zip(joined, separate):
+        torch.testing.assert_close(a, b)
+    for a, p in zip(fast, model.bond_encoders.parameters()):
+        torch.testing.assert_close(a, p.grad)

@@ -2,12 +2,13 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from .sampling_helpers import check_blocks, random_multigraph, star_in
 
 from gnnforge.data import rmat
 from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler, uniform_variates
 from gnnforge.sampling._common import csr_arrays
 from gnnforge.sampling._kernels import labor_importance
+
+from .sampling_helpers import check_blocks, random_multigraph, star_in
 
 
 def labor0_ref(graph, seeds, fanouts, key):
@@ -33,11 +34,15 @@ def labor0_ref(graph, seeds, fanouts, key):
     return layers[::-1]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_labor0_equals_reference(seed):
+@pytest.mark.parametrize("seed,seeds", [
+    (0, [0, 7, 3, 59, 20]), (1, [0, 7, 3, 59, 20]), (2, [0, 7, 3, 59, 20]),
+    (3, [4]),  # few in-edges: r_t hashed per edge
+    (4, list(range(60))),  # in-edges >= nodes: r_t from the per-vertex table
+])
+def test_labor0_equals_reference(seed, seeds):
     graph = random_multigraph(seed, num_nodes=60, num_edges=500)
-    seeds = torch.tensor([0, 7, 3, 59, 20])
-    key = DependentKeys(1, seed=seed)[0]
+    seeds = torch.tensor(seeds)
+    key = DependentKeys(1 if seed % 2 else 4, seed=seed)[1]  # plain and dependent keys
     blocks = LaborSampler([2, 3]).sample(graph, seeds, key=key)
     check_blocks(graph, seeds, blocks)
     for block, (nodes, cols, picked) in zip(blocks, labor0_ref(graph, seeds, [2, 3], key)):

@@ -3,10 +3,11 @@
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from .sampling_helpers import check_blocks
 
 from gnnforge.graph import Graph
 from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler, RandomWalkSampler
+
+from .sampling_helpers import check_blocks
 
 SAMPLERS = [NeighborSampler([2, 3]), NeighborSampler([2, -1], replace=False),
             NeighborSampler([3, 1], replace=True), LaborSampler([2, 2]),

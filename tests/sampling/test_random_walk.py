@@ -1,9 +1,10 @@
 import pytest
 import torch
-from .sampling_helpers import check_blocks, random_multigraph
 
 from gnnforge.graph import Graph
 from gnnforge.sampling import RandomWalkSampler
+
+from .sampling_helpers import check_blocks, random_multigraph
 
 
 def test_path_known_answer():

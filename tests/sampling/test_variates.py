@@ -54,3 +54,12 @@ def test_kappa_checked():
         DependentKeys(0)
     with pytest.raises(ValueError, match="kappa"):
         DependentKeys(2.5)
+
+
+def test_kappa_one_gives_plain_independent_keys():
+    keys, again = DependentKeys(1, seed=8), DependentKeys(1, seed=8)
+    assert all(not keys[s].dependent and keys[s] == again[s] for s in range(3))
+    assert len({keys[s].key_a for s in range(50)}) == 50
+    ids = torch.arange(3000)
+    a, b = uniform_variates(ids, keys[0]).numpy(), uniform_variates(ids, keys[1]).numpy()
+    assert abs(stats.pearsonr(a, b)[0]) < 0.1  # consecutive batches independent

@@ -63,3 +63,36 @@ def test_sampled_resume_is_exact(tmp_path, options):
     actual = load_checkpoint(tmp_path / "broken" / "checkpoint.pt")["model"]
     for name, value in expected.items():
         assert torch.equal(value, actual[name]), name
+
+
+def _sparse_feature_graph():
+    """The SBM with its features replaced by sparse non-negative bag-of-words rows."""
+    from gnnforge.train._node_task import _synthetic_sbm
+
+    graph = _synthetic_sbm(0)
+    generator = torch.Generator().manual_seed(0)
+    words = torch.rand(graph.num_nodes, 200, generator=generator)
+    words = words * (torch.rand(graph.num_nodes, 200, generator=generator) < 0.02)
+    y = graph.node_data["y"]
+    words[torch.arange(graph.num_nodes), y * 50] += 1.0  # one informative word per block
+    return graph.with_node_data(x=words)
+
+
+@pytest.mark.parametrize("options", [dict(model="gcn"), dict(model="sage"),
+                                     dict(mode="sampled", fanouts=[5, 5], batch_size=64)])
+def test_sparse_inputs_train_like_dense_inputs(tmp_path, monkeypatch, options):
+    from gnnforge.nn import SparseFeatures
+    from gnnforge.train import _node_task
+
+    graph = _sparse_feature_graph()
+    summaries, params = [], []
+    for name, threshold in (("sparse", 0.1), ("dense", 0.0)):
+        monkeypatch.setattr(_node_task, "SPARSE_INPUT_DENSITY", threshold)
+        run = config(tmp_path, name, dropout=0.0, epochs=3, **options)
+        task = NodeTask(run, graph, "sparse words")
+        assert isinstance(task.inputs, SparseFeatures) == (name == "sparse")
+        summaries.append(fit(run, task, printer=lambda *_: None))
+        params.append(load_checkpoint(tmp_path / name / "checkpoint.pt")["model"])
+    for key, value in params[1].items():
+        torch.testing.assert_close(params[0][key], value, rtol=1e-4, atol=1e-5)
+    assert "sparse input" in summaries[0]["dataset"]

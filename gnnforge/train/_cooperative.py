@@ -1,0 +1,113 @@
+"""Cooperative minibatches for node classification under torch.distributed.
+
+(Balin et al., "Cooperative Minibatching in Graph Neural Networks".) All P processes walk
+the same global batches (`NodeSeeds`, a function of seed and epoch); process p keeps the
+seeds it owns, samples the in-edges of the vertices it owns with the step's key, and the
+model exchanges embedding rows with the other processes before every layer
+(`gnnforge.distributed.CooperativeSampler`). Each process's loss is its seeds' share of
+the global batch loss (summed cross-entropy divided by the global batch size); the
+engine sums gradients and losses over processes, so every process applies the same
+update that one process would apply to the whole batch.
+
+Keys come from `DependentKeys(max(dependent, 1), seed)` indexed by `epoch * steps + step`
+(kappa 1: independent batches), a pure function of the step, so `--resume` needs no
+sampler state. A single process run with `--dependent 1` (or the same kappa) draws the
+same minibatches as the cooperative run with NS and LABOR-0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from gnnforge.graph import Graph
+from gnnforge.train._config import ConfigError, TrainConfig
+
+__all__ = ["CooperativeBatch", "CooperativeBatches"]
+
+
+@dataclass(frozen=True)
+class CooperativeBatch:
+    """This process's share of one global batch, and that batch's size."""
+
+    minibatch: Any              # gnnforge.distributed.CooperativeMinibatch
+    global_size: int
+
+
+class CooperativeBatches:
+    """Per-step cooperative minibatches over `graph`; same interface as `SampledBatches`.
+
+    Raises:
+        ConfigError: when not running under torch.distributed with at least 2 processes.
+    """
+
+    def __init__(self, graph: Graph, config: TrainConfig, rank: int, world: int) -> None:
+        from gnnforge.distributed import CooperativeSampler, partition_nodes
+        from gnnforge.sampling import (DependentKeys, FeatureStore, LaborSampler,
+                                       NeighborSampler)
+
+        if world < 2:
+            raise ConfigError("--distributed cooperative needs 2 or more processes: launch "
+                              "with torchrun --nproc-per-node P -m gnnforge train ... (or "
+                              "use --distributed independent for one process)")
+        kind = config.sampler or "neighbor"
+        sampler = (LaborSampler(config.fanouts) if kind == "labor"
+                   else NeighborSampler(config.fanouts))
+        self.graph, self.config, self.rank, self.world = graph, config, rank, world
+        self.owner = partition_nodes(graph, world, config.partition, seed=config.seed)
+        self.sampler = CooperativeSampler(sampler, self.owner)
+        self.keys = DependentKeys(max(config.dependent, 1), seed=config.seed)
+        self.store = (FeatureStore(graph.node_data["x"].float(), config.cache_size)
+                      if config.cache_size else None)
+        self._seeds: list[Tensor] = []
+        self._epoch = 0
+        self._counts = torch.zeros(4, dtype=torch.float64)  # edges, sent, received, batches
+
+    def start_epoch(self, epoch: int, train_nodes: Tensor) -> int:
+        from gnnforge.sampling import NodeSeeds
+
+        seeds = NodeSeeds(train_nodes, self.config.batch_size, seed=self.config.seed)
+        seeds.set_epoch(epoch)
+        self._seeds, self._epoch = list(seeds), epoch
+        self._counts.zero_()
+        if self.store is not None:
+            self.store.reset_stats()
+        return len(self._seeds)
+
+    def batch(self, index: int) -> CooperativeBatch:
+        """Collective: every process must ask for the same `index`."""
+        seeds = self._seeds[index]
+        local = seeds[self.owner[seeds] == self.rank]
+        key = self.keys[self._epoch * len(self._seeds) + index]
+        minibatch = self.sampler.sample(self.graph, local, key)
+        sent, received = minibatch.remote_rows()
+        self._counts += torch.tensor([sum(b.num_edges for b in minibatch.blocks), sent,
+                                      received, 1], dtype=torch.float64)
+        return CooperativeBatch(minibatch, int(seeds.numel()))
+
+    def features(self, x: Tensor, input_nodes: Tensor) -> Tensor:
+        """[n, F] input features of this process's owned `input_nodes` (cache when enabled)."""
+        if self.store is not None:
+            return self.store.fetch(input_nodes)
+        return x.index_select(0, input_nodes)
+
+    def epoch_stats(self) -> dict[str, float]:
+        """Collective: edges sampled and embedding rows exchanged per global batch."""
+        totals = self._counts.clone()
+        dist.all_reduce(totals)
+        batches = max(float(totals[3]) / self.world, 1.0)
+        stats = {"sampled_edges_per_batch": float(totals[0]) / batches,
+                 "remote_rows_per_batch": float(totals[1]) / batches}
+        if self.store is not None:
+            stats["cache_miss_rate"] = self.store.miss_rate  # this process's cache
+        return stats
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # keys are a pure function of (seed, epoch, step)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        del state
