@@ -74,13 +74,21 @@ def _(arrays, lhs, rhs, op, reduce, backend, record_args):
     operand = lhs if lhs is not None else rhs
     out = operand.new_empty((rows, *out_shape), dtype=_dtype(lhs, rhs))
     width = math.prod(out_shape) if reduce in ("max", "min") and record_args else 0
+    arg_dtype = _arg_dtype(arrays, op, backend)
     arg_lhs = operand.new_empty((rows if lhs is not None and width else 0, width),
-                                dtype=torch.int64)
+                                dtype=arg_dtype)
     arg_rhs = operand.new_empty((rows if rhs is not None and width else 0, width),
-                                dtype=torch.int64)
+                                dtype=arg_dtype)
     if not width:
         arg_lhs, arg_rhs = (operand.new_empty((0,), dtype=torch.int64) for _ in range(2))
     return out, arg_lhs, arg_rhs
+
+
+def _arg_dtype(arrays: list[Tensor], op: str, backend: str) -> torch.dtype:
+    """dtype of the recorded max/min winners: the native copy kernels use the index dtype."""
+    if backend == "native" and op in ("copy_lhs", "copy_rhs"):
+        return arrays[ROWPTR].dtype
+    return torch.int64
 
 
 def _eager(*tensors: Tensor | None) -> bool:
@@ -226,13 +234,13 @@ def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
     offset = broadcast_offsets(tuple(data.shape[1:]), out_shape, False).to(rows.device)
     flat = data.reshape(-1)
     width = math.prod(data.shape[1:])
-    return flat[rows.clamp(min=0) * width + offset] * (rows >= 0)
+    return flat[rows.long().clamp(min=0) * width + offset] * (rows >= 0)
 
 
 def _scatter_rows(value: Tensor, rows: Tensor, num_rows: int) -> Tensor:
     """[num_rows, K]: value[v, k] added into row rows[v, k] (entries with -1 dropped)."""
     out = value.new_zeros(num_rows, value.shape[1])
-    return out.scatter_add(0, rows.clamp(min=0), value * (rows >= 0))
+    return out.scatter_add(0, rows.long().clamp(min=0), value * (rows >= 0))
 
 
 spmm_op.register_autograd(_spmm_backward, setup_context=_spmm_setup)

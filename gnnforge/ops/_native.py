@@ -26,6 +26,8 @@ _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 # Below this many multiply-adds a call runs on the calling thread: waking the OpenMP
 # workers costs more than it saves (measured in docs/kernels.md).
 _PARALLEL_WORK = 2**18
+# The max/min gradient's column scatter runs on one thread for rows this wide (measured).
+_SERIAL_SCATTER_BYTES = 1024
 # Outputs at least this large get transparent huge pages asked for before the first touch.
 _HUGE_BYTES = 32 * 2**20
 
@@ -39,9 +41,22 @@ def _threads(work: int) -> int:
     return torch.get_num_threads() if work >= _PARALLEL_WORK else 1
 
 
+def _extreme_grad_threads(edges: int, width: int, dtype: torch.dtype) -> int:
+    """Threads for the max/min gradient (a column-split scatter for rows of >= 64 bytes).
+
+    Rows of 1 KiB or more (F >= 256 float32) run on one thread: the second thread was
+    measured slower there (kernel alone, int32 winners, 2 threads vs 1: Pubmed F=256
+    7.47 vs 6.86 ms, R-MAT F=256 75.9 vs 66.2 ms), while at F=64 it helps on R-MAT
+    (15.3 vs 17.6 ms); docs/kernels.md. Small calls run on one thread like every kernel.
+    """
+    if width * (4 if dtype == torch.float32 else 8) >= _SERIAL_SCATTER_BYTES:
+        return 1
+    return _threads(edges * width)
+
+
 def _empty(rows: int, width: int, dtype: torch.dtype) -> Tensor:
     out = torch.empty((rows, width), dtype=dtype)
-    nbytes = rows * width * (4 if dtype == torch.float32 else 8)
+    nbytes = rows * width * (4 if dtype in (torch.float32, torch.int32) else 8)
     if nbytes >= _HUGE_BYTES:
         load().gf_advise_huge(out.data_ptr(), nbytes)
     return out
@@ -70,7 +85,10 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     rows, width = rowptr.shape[0] - 1, x.shape[1]
     out = _empty(rows, width, x.dtype)
     extreme = record_args and reduce in ("max", "min")
-    arg = _empty(rows, width, torch.int64) if extreme else torch.empty(0, dtype=torch.int64)
+    # Winners are recorded in the index dtype: int32 whenever the graph's indices are
+    # (half the bytes of int64 for the forward to write and the gradient to read).
+    arg = (_empty(rows, width, rowptr.dtype) if extreme
+           else torch.empty(0, dtype=torch.int64))
     if rows and width:
         load().gf_spmm_copy(_DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64,
                             rowptr.data_ptr(), index.data_ptr(), x.data_ptr(), out.data_ptr(),
@@ -101,15 +119,19 @@ def mean_grad_native(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
 
 def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
                         num_src: int) -> Tensor:
-    """Gradient of copy_u max/min w.r.t. x; same contract as `_cpu.extreme_grad_cpu`."""
+    """Gradient of copy_u max/min w.r.t. x; same contract as `_cpu.extreme_grad_cpu`.
+
+    `arg` may be int32 or int64 (the kernel reads it in the index dtype of colptr/row).
+    """
     values = _rows(grad)
-    arg = arg.contiguous()
+    arg = arg.to(colptr.dtype).contiguous()
     out = _empty(num_src, values.shape[1], values.dtype)
     if num_src and out.shape[1]:
         load().gf_extreme_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                                colptr.data_ptr(), row.data_ptr(), arg.data_ptr(),
                                values.data_ptr(), out.data_ptr(), num_src, arg.shape[0],
-                               out.shape[1], _threads(row.numel() * out.shape[1]))
+                               out.shape[1],
+                               _extreme_grad_threads(row.numel(), out.shape[1], values.dtype))
     return out.to(grad.dtype)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 __all__ = ["build", "load", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("_native_src") / "spmm.cpp"
-_ABI_VERSION = 3
+_ABI_VERSION = 4
 _FLAG_SETS = (
     ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"],
     ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c++17"],  # compilers without -march=native

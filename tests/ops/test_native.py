@@ -211,3 +211,55 @@ def test_multi_threaded_calls_equal_the_reference(width):
             _assert_close(results[1][1], results[0][1], graph, grad.abs().max())
     finally:
         torch.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_recorded_winners_are_in_the_index_dtype(reduce, index_dtype, dtype):
+    # The winners (arg) travel in the index dtype; -1 marks rows without in-edges, and
+    # the gradient through them equals the reference for the serial column scatter
+    # (F=256 float32 / F=128 float64: 1 KiB rows), the parallel one and the CSC pull.
+    from gnnforge.ops._native import gspmm_native
+
+    graph = _hub_graph(13)
+    rowptr, col, eids = graph.csr(index_dtype)
+    for width in (3, 64, 128, 256):
+        x = torch.randn(graph.num_nodes, width, dtype=dtype,
+                        generator=torch.Generator().manual_seed(width))
+        out, arg, _ = gspmm_native(rowptr, col, eids, x, None, "copy_lhs", reduce, True)
+        assert arg.dtype == index_dtype and arg.shape == (graph.num_nodes, width)
+        isolated = rowptr[1:] == rowptr[:-1]
+        assert bool((arg[isolated] == -1).all()) and bool((arg[~isolated] >= 0).all())
+        picked = x.gather(0, arg[~isolated].long())
+        torch.testing.assert_close(picked, out[~isolated])
+        leaf = x.clone().requires_grad_()
+        grad = torch.randn_like(x)
+        actual_grad, expected_grad = _both(lambda: torch.autograd.grad(
+            ops.gspmm(graph, "copy_lhs", reduce, leaf), leaf, grad)[0], index_dtype)
+        torch.testing.assert_close(actual_grad, expected_grad)
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
+def test_int32_winners_through_the_torch_gradient_paths(index_dtype):
+    # copy_e max (gradient scattered by torch from the winners) and a second derivative
+    # of copy_u max (the torch gather/scatter backward) with int32 / int64 winners.
+    graph = _hub_graph(17)
+    edge = torch.randn(graph.num_edges, 9, dtype=torch.float64,
+                       generator=torch.Generator().manual_seed(1)).requires_grad_()
+    grad = torch.randn(graph.num_nodes, 9, dtype=torch.float64)
+    actual, expected = _both(lambda: torch.autograd.grad(
+        ops.gspmm(graph, "copy_rhs", "max", None, edge), edge, grad)[0], index_dtype)
+    torch.testing.assert_close(actual, expected)
+    x = torch.randn(graph.num_nodes, 5, dtype=torch.float64, requires_grad=True)
+
+    def second():
+        out = ops.copy_u_max(graph, x)
+        first, = torch.autograd.grad((out * out).sum(), x, create_graph=True)
+        return torch.autograd.grad(first.sum(), x)[0]
+
+    actual, expected = _both(second, index_dtype)
+    torch.testing.assert_close(actual, expected)
+    with ops.use_backend("native", index_dtype=index_dtype):
+        assert torch.autograd.gradcheck(lambda e: ops.copy_e_max(graph, e),
+                                        (edge.detach()[:, :2].clone().requires_grad_(),))

@@ -123,17 +123,20 @@ inline void prefetch_row(const T* row, int64_t bytes) {
 // ------------------------------------------------------------------------- sum / mean
 
 // out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] (times weight[index[j]] when kW) for
-// j in [begin, end).
+// j in [begin, end); rows index[j + distance] are prefetched while j + distance < limit.
+// The sum kernels pass the row's end as the limit: running ahead across rows (limit =
+// the chunk's last edge) was measured slower at F=256 (Pubmed 4.90 -> 5.31 ms, R-MAT
+// 117 -> 124 ms, one thread), unlike max/min (docs/kernels.md).
 template <class T, class I, int NV, bool kW>
 inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                      int64_t c0, T* out_row, bool accumulate, bool prefetch, T scale,
+                      int64_t c0, T* out_row, bool accumulate, int64_t limit, T scale,
                       bool streaming, const T* weight) {
   typedef typename Vec<T>::type V;
   constexpr int L = Vec<T>::size;
   V acc[NV];
   for (int k = 0; k < NV; ++k) acc[k] = accumulate ? load<T>(out_row + c0 + k * L) : splat<T>(0);
   for (int64_t j = begin; j < end; ++j) {
-    if (prefetch && j + kPrefetchDistance < end)
+    if (j + kPrefetchDistance < limit)
       prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width,
                    width * static_cast<int64_t>(sizeof(T)));
     const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
@@ -167,20 +170,20 @@ inline void sum_tail(const I* index, int64_t begin, int64_t end, const T* x, int
 
 template <class T, class I, bool kW>
 void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-               T* out_row, bool accumulate, T scale, bool streaming, const T* weight) {
+               T* out_row, bool accumulate, T scale, bool streaming, const T* weight,
+               int64_t limit) {
   constexpr int L = Vec<T>::size;
   int64_t c0 = 0;
-  bool prefetch = true;  // the first block's pass brings each whole row in
   while (width - c0 >= L) {
     const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxVectors);
     switch (vectors) {
 #define GF_CASE(n) case n: sum_block<T, I, n, kW>(index, begin, end, x, width, c0, out_row, \
-                                                  accumulate, prefetch, scale, streaming, \
+                                                  accumulate, limit, scale, streaming, \
                                                   weight); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4) GF_CASE(5) GF_CASE(6) GF_CASE(7) GF_CASE(8)
 #undef GF_CASE
     }
-    prefetch = false;
+    limit = 0;  // the first block's pass brings each whole row in
     c0 += vectors * L;
   }
   if (c0 < width)
@@ -196,8 +199,8 @@ void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t fi
   for (int64_t v = first; v < last; ++v) {
     const int64_t begin = ptr[v], end = ptr[v + 1];
     const T scale = mean && end > begin ? T(1) / T(end - begin) : T(1);
-    sum_block<T, I, NV, kW>(index, begin, end, x, width, 0, out + v * width, false, true, scale,
-                            streaming, weight);
+    sum_block<T, I, NV, kW>(index, begin, end, x, width, 0, out + v * width, false, end,
+                            scale, streaming, weight);
   }
 }
 
@@ -231,13 +234,14 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
       const T scale = mean ? T(1) / T(end - begin) : T(1);
       if (!tiled) {
         sum_edges<T, I, kW>(index, begin, end, x, width, out_row, false, scale, streaming,
-                            weight);
+                            weight, end);
         continue;
       }
       for (int64_t j = begin; j < end; j += tile) {
         const int64_t stop = std::min(end, j + tile);
         sum_edges<T, I, kW>(index, j, stop, x, width, out_row, j != begin,
-                            stop == end ? scale : T(1), streaming && stop == end, weight);
+                            stop == end ? scale : T(1), streaming && stop == end, weight,
+                            end);
       }
     }
     if (streaming) stream_fence();
@@ -248,10 +252,10 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
 
 // out/arg[v, c0:c0+NV*L] = max (min) of x[index[j], same] over j in [begin, end) and the
 // winning index; when `accumulate`, the running result already in out/arg takes part.
-template <class T, class I, int NV, bool kMax, bool kArg>
+template <class T, class I, class A, int NV, bool kMax, bool kArg>
 inline void extreme_block(const I* index, int64_t begin, int64_t end, const T* x,
-                          int64_t width, int64_t c0, T* out_row, int64_t* arg_row,
-                          bool accumulate, bool prefetch) {
+                          int64_t width, int64_t c0, T* out_row, A* arg_row,
+                          bool accumulate, int64_t limit) {
   typedef typename Vec<T>::type V;
   typedef typename Vec<T>::itype IV;
   typedef typename Vec<T>::lane_index Lane;
@@ -275,7 +279,7 @@ inline void extreme_block(const I* index, int64_t begin, int64_t end, const T* x
     ++begin;
   }
   for (int64_t j = begin; j < end; ++j) {
-    if (prefetch && j + kPrefetchDistance < end)
+    if (j + kPrefetchDistance < limit)
       prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width,
                    width * static_cast<int64_t>(sizeof(T)));
     const Lane source = static_cast<Lane>(index[j]);
@@ -289,13 +293,13 @@ inline void extreme_block(const I* index, int64_t begin, int64_t end, const T* x
   }
   for (int k = 0; k < NV; ++k) {
     store<T>(out_row + c0 + k * L, acc[k]);
-    if (kArg) for (int i = 0; i < L; ++i) arg_row[c0 + k * L + i] = who[k][i];
+    if (kArg) for (int i = 0; i < L; ++i) arg_row[c0 + k * L + i] = static_cast<A>(who[k][i]);
   }
 }
 
-template <class T, class I, bool kMax, bool kArg>
+template <class T, class I, class A, bool kMax, bool kArg>
 inline void extreme_tail(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                         int64_t c0, T* out_row, int64_t* arg_row, bool accumulate) {
+                         int64_t c0, T* out_row, A* arg_row, bool accumulate) {
   for (int64_t c = c0; c < width; ++c) {
     int64_t j = begin;
     T best;
@@ -312,36 +316,35 @@ inline void extreme_tail(const I* index, int64_t begin, int64_t end, const T* x,
       if (kMax ? value > best : value < best) { best = value; who = index[j]; }
     }
     out_row[c] = best;
-    if (kArg) arg_row[c] = who;
+    if (kArg) arg_row[c] = static_cast<A>(who);
   }
 }
 
-template <class T, class I, bool kMax, bool kArg>
+template <class T, class I, class A, bool kMax, bool kArg>
 void extreme_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                   T* out_row, int64_t* arg_row, bool accumulate) {
+                   T* out_row, A* arg_row, bool accumulate, int64_t limit) {
   constexpr int L = Vec<T>::size;
   int64_t c0 = 0;
-  bool prefetch = true;  // the first block's pass brings each whole row in
   while (width - c0 >= L) {
     const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxExtremeVectors);
     switch (vectors) {
-#define GF_CASE(n) case n: extreme_block<T, I, n, kMax, kArg>(index, begin, end, x, width, c0, \
+#define GF_CASE(n) case n: extreme_block<T, I, A, n, kMax, kArg>(index, begin, end, x, width, c0, \
                                                                out_row, arg_row, accumulate, \
-                                                               prefetch); break;
+                                                               limit); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4)
 #undef GF_CASE
     }
-    prefetch = false;
+    limit = 0;  // the first block's pass brings each whole row in
     c0 += vectors * L;
   }
   if (c0 < width)
-    extreme_tail<T, I, kMax, kArg>(index, begin, end, x, width, c0, out_row, arg_row, accumulate);
+    extreme_tail<T, I, A, kMax, kArg>(index, begin, end, x, width, c0, out_row, arg_row, accumulate);
 }
 
 // Wide rows (more than one register block) walk their in-edges in L1-sized tiles, as in
 // spmm_sum, so every block after the first re-reads the gathered rows from L1.
-template <class T, class I, bool kMax, bool kArg>
-void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg, int64_t rows,
+template <class T, class I, class A, bool kMax, bool kArg>
+void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, A* arg, int64_t rows,
                   int64_t width, int threads) {
   const bool tiled = width > kMaxExtremeVectors * Vec<T>::size;
   const int64_t tile = tiled ? std::max<int64_t>(
@@ -349,18 +352,19 @@ void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg
   // Widths of exactly 1, 2 or 4 vectors: the block dispatch is hoisted out of the row loop.
   const int64_t exact = !tiled && width % Vec<T>::size == 0 ? width / Vec<T>::size : 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
+    const int64_t limit = ptr[last];  // prefetch runs ahead across rows, to the chunk's end
     for (int64_t v = first; v < last; ++v) {
       const int64_t begin = ptr[v], end = ptr[v + 1];
       T* out_row = out + v * width;
-      int64_t* arg_row = kArg ? arg + v * width : nullptr;
+      A* arg_row = kArg ? arg + v * width : nullptr;
       if (begin == end) {
         std::memset(out_row, 0, width * sizeof(T));
-        if (kArg) std::fill(arg_row, arg_row + width, int64_t(-1));
+        if (kArg) std::fill(arg_row, arg_row + width, A(-1));
         continue;
       }
       switch (exact) {
-#define GF_CASE(n) case n: extreme_block<T, I, n, kMax, kArg>(index, begin, end, x, width, 0, \
-                                                               out_row, arg_row, false, true); \
+#define GF_CASE(n) case n: extreme_block<T, I, A, n, kMax, kArg>(index, begin, end, x, width, 0, \
+                                                               out_row, arg_row, false, limit); \
                            continue;
         GF_CASE(1) GF_CASE(2) GF_CASE(4)
 #undef GF_CASE
@@ -368,7 +372,8 @@ void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg
       }
       for (int64_t j = begin; j < end; j += std::min(tile, end - j)) {
         const int64_t stop = end - j > tile ? j + tile : end;
-        extreme_edges<T, I, kMax, kArg>(index, j, stop, x, width, out_row, arg_row, j != begin);
+        extreme_edges<T, I, A, kMax, kArg>(index, j, stop, x, width, out_row, arg_row, j != begin,
+                                           limit);
       }
     }
   });
@@ -398,8 +403,8 @@ void mean_grad(const I* colptr, const I* row, const I* rowptr, const T* grad, T*
 // for a pull over the CSC, and the winners of one row v are among its few in-neighbours,
 // so the writes hit a few rows at a time. Used when every thread gets at least one cache
 // line of columns; narrower rows use the CSC pull below.
-template <class T>
-void extreme_grad_scatter(const int64_t* arg, const T* grad, T* out, int64_t num_dst,
+template <class T, class A>
+void extreme_grad_scatter(const A* arg, const T* grad, T* out, int64_t num_dst,
                           int64_t num_src, int64_t width, int threads) {
   constexpr int64_t line = 64 / sizeof(T);
   const int64_t lines = (width + line - 1) / line;
@@ -411,7 +416,7 @@ void extreme_grad_scatter(const int64_t* arg, const T* grad, T* out, int64_t num
     for (int64_t u = 0; u < num_src; ++u)
       std::memset(out + u * width + f0, 0, (f1 - f0) * sizeof(T));
     for (int64_t v = 0; v < num_dst; ++v) {
-      const int64_t* a = arg + v * width;
+      const A* a = arg + v * width;
       const T* g = grad + v * width;
       for (int64_t f = f0; f < f1; ++f) {
         const int64_t u = a[f];
@@ -424,11 +429,11 @@ void extreme_grad_scatter(const int64_t* arg, const T* grad, T* out, int64_t num
 // The CSC pull for narrow rows: out[u, f] = sum of grad[v, f] over distinct out-neighbours
 // v of u whose winner arg[v, f] is u (CSC lists destinations ascending, so repeats of a
 // multi-edge are adjacent and skipped).
-template <class T, class I>
-void extreme_grad(const I* colptr, const I* row, const int64_t* arg, const T* grad, T* out,
+template <class T, class I, class A>
+void extreme_grad(const I* colptr, const I* row, const A* arg, const T* grad, T* out,
                   int64_t num_src, int64_t num_dst, int64_t width, int threads) {
   if (width * static_cast<int64_t>(sizeof(T)) >= 64 * static_cast<int64_t>(threads)) {
-    extreme_grad_scatter<T>(arg, grad, out, num_dst, num_src, width, threads);
+    extreme_grad_scatter<T, A>(arg, grad, out, num_dst, num_src, width, threads);
     return;
   }
   parallel_rows(colptr, num_src, threads, [&](int64_t first, int64_t last) {
@@ -440,7 +445,7 @@ void extreme_grad(const I* colptr, const I* row, const int64_t* arg, const T* gr
         const int64_t v = row[j];
         if (v == previous) continue;
         previous = v;
-        const int64_t* a = arg + v * width;
+        const A* a = arg + v * width;
         const T* g = grad + v * width;
         for (int64_t c = 0; c < width; ++c) out_row[c] += a[c] == u ? g[c] : T(0);
       }
@@ -449,8 +454,9 @@ void extreme_grad(const I* colptr, const I* row, const int64_t* arg, const T* gr
 }
 
 template <class T, class I>
-void spmm_copy(const void* ptr, const void* index, const void* x, void* out, int64_t* arg,
+void spmm_copy(const void* ptr, const void* index, const void* x, void* out, void* arg_data,
                int64_t rows, int64_t width, int reduce, int threads) {
+  I* arg = static_cast<I*>(arg_data);  // winners are stored in the index type
   const I* p = static_cast<const I*>(ptr);
   const I* ix = static_cast<const I*>(index);
   const T* xs = static_cast<const T*>(x);
@@ -459,12 +465,12 @@ void spmm_copy(const void* ptr, const void* index, const void* x, void* out, int
     case 0: spmm_sum<T, I>(p, ix, xs, o, rows, width, false, threads); break;
     case 1: spmm_sum<T, I>(p, ix, xs, o, rows, width, true, threads); break;
     case 2:
-      if (arg) spmm_extreme<T, I, true, true>(p, ix, xs, o, arg, rows, width, threads);
-      else spmm_extreme<T, I, true, false>(p, ix, xs, o, arg, rows, width, threads);
+      if (arg) spmm_extreme<T, I, I, true, true>(p, ix, xs, o, arg, rows, width, threads);
+      else spmm_extreme<T, I, I, true, false>(p, ix, xs, o, arg, rows, width, threads);
       break;
     default:
-      if (arg) spmm_extreme<T, I, false, true>(p, ix, xs, o, arg, rows, width, threads);
-      else spmm_extreme<T, I, false, false>(p, ix, xs, o, arg, rows, width, threads);
+      if (arg) spmm_extreme<T, I, I, false, true>(p, ix, xs, o, arg, rows, width, threads);
+      else spmm_extreme<T, I, I, false, false>(p, ix, xs, o, arg, rows, width, threads);
   }
 }
 
@@ -472,12 +478,12 @@ void spmm_copy(const void* ptr, const void* index, const void* x, void* out, int
 
 extern "C" {
 
-int gf_abi_version() { return 3; }
+int gf_abi_version() { return 4; }
 
-// reduce: 0 sum, 1 mean, 2 max, 3 min. arg: [rows, width] int64 or null (max/min only).
-// dtype: 0 float32, 1 float64. index64: 0 int32 ptr/index, 1 int64.
+// reduce: 0 sum, 1 mean, 2 max, 3 min. dtype: 0 float32, 1 float64. index64: 0 int32
+// ptr/index, 1 int64. arg: [rows, width] winners in the index type, or null (max/min only).
 void gf_spmm_copy(int dtype, int index64, const void* ptr, const void* index, const void* x,
-                  void* out, int64_t* arg, int64_t rows, int64_t width, int reduce,
+                  void* out, void* arg, int64_t rows, int64_t width, int reduce,
                   int threads) {
   if (dtype == 0 && !index64) spmm_copy<float, int32_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
   else if (dtype == 0) spmm_copy<float, int64_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
@@ -498,15 +504,17 @@ void gf_mean_grad(int dtype, int index64, const void* colptr, const void* row,
 #undef GF_ARGS
 }
 
+// arg: [num_dst, width] winners in the index type (as gf_spmm_copy records them).
 void gf_extreme_grad(int dtype, int index64, const void* colptr, const void* row,
-                     const int64_t* arg, const void* grad, void* out, int64_t num_src,
+                     const void* arg, const void* grad, void* out, int64_t num_src,
                      int64_t num_dst, int64_t width, int threads) {
-#define GF_ARGS(T, I) static_cast<const I*>(colptr), static_cast<const I*>(row), arg, \
+#define GF_ARGS(T, I) static_cast<const I*>(colptr), static_cast<const I*>(row), \
+    static_cast<const I*>(arg), \
     static_cast<const T*>(grad), static_cast<T*>(out), num_src, num_dst, width, threads
-  if (dtype == 0 && !index64) extreme_grad<float, int32_t>(GF_ARGS(float, int32_t));
-  else if (dtype == 0) extreme_grad<float, int64_t>(GF_ARGS(float, int64_t));
-  else if (!index64) extreme_grad<double, int32_t>(GF_ARGS(double, int32_t));
-  else extreme_grad<double, int64_t>(GF_ARGS(double, int64_t));
+  if (dtype == 0 && !index64) extreme_grad<float, int32_t, int32_t>(GF_ARGS(float, int32_t));
+  else if (dtype == 0) extreme_grad<float, int64_t, int64_t>(GF_ARGS(float, int64_t));
+  else if (!index64) extreme_grad<double, int32_t, int32_t>(GF_ARGS(double, int32_t));
+  else extreme_grad<double, int64_t, int64_t>(GF_ARGS(double, int64_t));
 #undef GF_ARGS
 }
 
