@@ -181,8 +181,8 @@ def _bin_with_failing_compilers(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
 def test_output_past_the_cache_takes_the_streaming_store_path(reduce):
-    # [70_000, 256] float32 = 68 MiB >= 64 MiB: non-temporal stores (and the huge-page
-    # advice) are used; a scalar tail width (257) falls back to ordinary stores.
+    # [70_000, 256] float32 = 68 MiB >= 16 MiB: non-temporal stores (and, past 32 MiB,
+    # the huge-page advice) are used; a scalar tail width (257) uses ordinary stores.
     for width in (256, 257):
         graph = _hub_graph(9, num_nodes=70_000 if width == 256 else 66_000, num_edges=3_000)
         x = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(4))
@@ -263,3 +263,21 @@ def test_int32_winners_through_the_torch_gradient_paths(index_dtype):
     with ops.use_backend("native", index_dtype=index_dtype):
         assert torch.autograd.gradcheck(lambda e: ops.copy_e_max(graph, e),
                                         (edge.detach()[:, :2].clone().requires_grad_(),))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_gradients_past_the_streaming_threshold(reduce):
+    # [17_000, 256] float32 = 16.6 MiB >= 16 MiB: the forward and the backward kernels
+    # (plain and weighted CSC sums) both take the streaming-store path.
+    graph = _hub_graph(19, num_nodes=17_000, num_edges=6_000)
+    x = torch.randn(graph.num_nodes, 256, generator=torch.Generator().manual_seed(7))
+    grad = torch.randn_like(x)
+    leaf = x.requires_grad_()
+
+    def call():
+        out = ops.gspmm(graph, "copy_lhs", reduce, leaf)
+        return (out, *torch.autograd.grad(out, leaf, grad))
+
+    actual, expected = _both(call, torch.int32)
+    _assert_close(actual[0], expected[0], graph, x.detach().abs().max())
+    _assert_close(actual[1], expected[1], graph, grad.abs().max())
