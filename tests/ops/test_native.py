@@ -235,7 +235,7 @@ def test_recorded_winners_are_in_the_index_dtype(reduce, index_dtype, dtype):
         torch.testing.assert_close(picked, out[~isolated])
         leaf = x.clone().requires_grad_()
         grad = torch.randn_like(x)
-        actual_grad, expected_grad = _both(lambda: torch.autograd.grad(
+        actual_grad, expected_grad = _both(lambda leaf=leaf, grad=grad: torch.autograd.grad(
             ops.gspmm(graph, "copy_lhs", reduce, leaf), leaf, grad)[0], index_dtype)
         torch.testing.assert_close(actual_grad, expected_grad)
 
