@@ -31,7 +31,7 @@ class FeatureEncoder(nn.Module):
     Two exact ways to the same sum, picked by vocabulary size. Few combinations (bond
     features): embed all combinations once ([K, D], K <= 4096) and gather each row's
     combination, so backward accumulates into K rows instead of sorting N * C indices.
-    Otherwise one gather of the N * C rows of the stacked tables, summed over columns.
+    Otherwise one `embedding_bag` over the stacked tables (a bag of C rows per input row).
 
     Shapes:
         features: [N, C] int64 with column c in [0, vocabulary_sizes[c]); returns [N, D].
@@ -74,8 +74,8 @@ class FeatureEncoder(nn.Module):
         if self.combinations is not None:
             every = F.embedding_bag(self.combinations, table, mode="sum")       # [K, W]
             return every.index_select(0, features @ self.strides)
-        rows = table.index_select(0, (features + self.offsets).reshape(-1))    # [N * C, W]
-        return rows.view(features.shape[0], features.shape[1], table.shape[1]).sum(1)
+        # One bag of C rows per input row: no [N, C, W] intermediate in forward or backward.
+        return F.embedding_bag(features + self.offsets, table, mode="sum")     # [N, W]
 
 
 class _MLP(nn.Module):

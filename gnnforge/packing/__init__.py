@@ -5,6 +5,7 @@ Networks" (Graphcore, 2022). See docs/packing.md.
 """
 
 from gnnforge.packing._assign import PackAssigner
+from gnnforge.packing._collate import PackCollator
 from gnnforge.packing._heuristics import HEURISTICS, check_monotone, weighted_heuristic
 from gnnforge.packing._histogram import size_histogram
 from gnnforge.packing._loader import PackedLoader
@@ -15,6 +16,7 @@ __all__ = [
     "HEURISTICS",
     "METHODS",
     "PackAssigner",
+    "PackCollator",
     "PackedLoader",
     "PackingPlan",
     "check_monotone",
