@@ -23,15 +23,19 @@ _POOLS = ("sum", "mean")
 # Up to this many value combinations, a FeatureEncoder embeds every combination once per
 # call and rows index that table (bonds: 5 * 6 * 2 = 60 combinations).
 _MAX_COMBINATIONS = 4096
+# Below this many combinations a row has an int64 mixed-radix code (atoms: ~1.5e8).
+_MAX_CODE = 2**62
 
 
 class FeatureEncoder(nn.Module):
     """Sum of one embedding per integer feature column (OGB's AtomEncoder/BondEncoder).
 
-    Two exact ways to the same sum, picked by vocabulary size. Few combinations (bond
+    Three exact ways to the same sum, picked by vocabulary size. Few combinations (bond
     features): embed all combinations once ([K, D], K <= 4096) and gather each row's
     combination, so backward accumulates into K rows instead of sorting N * C indices.
-    Otherwise one `embedding_bag` over the stacked tables (a bag of C rows per input row).
+    Otherwise (atom features) the distinct rows of the batch are embedded once with
+    `embedding_bag` over the stacked tables and each row gathers its distinct row's sum;
+    above 2**62 combinations (no int64 row code), one `embedding_bag` over all N rows.
 
     Shapes:
         features: [N, C] int64 with column c in [0, vocabulary_sizes[c]); returns [N, D].
@@ -45,13 +49,16 @@ class FeatureEncoder(nn.Module):
             nn.init.xavier_uniform_(embedding.weight)
         offsets = torch.tensor((0, *self.vocabulary_sizes[:-1])).cumsum(0)
         self.register_buffer("offsets", offsets, persistent=False)
+        self.register_buffer("sizes", torch.tensor(self.vocabulary_sizes), persistent=False)
         self.register_buffer("combinations", None, persistent=False)
+        self.register_buffer("strides", None, persistent=False)
+        if math.prod(self.vocabulary_sizes) < _MAX_CODE:
+            # Mixed-radix code of a row: sum_c features[:, c] * strides[c] (unique per row).
+            self.register_buffer("strides", torch.tensor(
+                [math.prod(self.vocabulary_sizes[c + 1:])
+                 for c in range(len(self.vocabulary_sizes))]), persistent=False)
         if math.prod(self.vocabulary_sizes) <= _MAX_COMBINATIONS:
-            # Mixed-radix code of a row: sum_c features[:, c] * strides[c].
-            strides = torch.tensor([math.prod(self.vocabulary_sizes[c + 1:])
-                                    for c in range(len(self.vocabulary_sizes))])
             grid = torch.cartesian_prod(*(torch.arange(v) for v in self.vocabulary_sizes))
-            self.register_buffer("strides", strides, persistent=False)
             self.register_buffer("combinations", grid.reshape(-1, len(self.vocabulary_sizes))
                                  + offsets, persistent=False)             # [K, C] table rows
 
@@ -70,12 +77,34 @@ class FeatureEncoder(nn.Module):
         return torch.cat([embedding.weight for embedding in self.embeddings])
 
     def embed(self, features: Tensor, table: Tensor) -> Tensor:
-        """[N, W] sum over columns c of table[offsets[c] + features[:, c]] for any [V, W]."""
+        """[N, W] sum over columns c of table[offsets[c] + features[:, c]] for any [V, W].
+
+        Raises:
+            ValueError: when a feature value is outside its column's vocabulary.
+        """
+        self._check_range(features)
         if self.combinations is not None:
             every = F.embedding_bag(self.combinations, table, mode="sum")       # [K, W]
             return every.index_select(0, features @ self.strides)
+        if self.strides is not None and features.shape[0] > 0:
+            # Molecules repeat few distinct atom rows: embed each distinct row once, then
+            # gather; backward sums N gradient rows into U, and the bag backward sees U * C.
+            distinct, inverse = torch.unique(features @ self.strides, return_inverse=True)
+            rows = torch.div(distinct.unsqueeze(1), self.strides,
+                             rounding_mode="floor") % self.sizes               # [U, C]
+            every = F.embedding_bag(rows + self.offsets, table, mode="sum")    # [U, W]
+            return every.index_select(0, inverse)
         # One bag of C rows per input row: no [N, C, W] intermediate in forward or backward.
         return F.embedding_bag(features + self.offsets, table, mode="sum")     # [N, W]
+
+    def _check_range(self, features: Tensor) -> None:
+        bad = (features < 0) | (features >= self.sizes)
+        if features.numel() and bool(bad.any()):
+            row, column = (int(i) for i in torch.nonzero(bad)[0])
+            raise ValueError(f"FeatureEncoder: features[{row}, {column}] = "
+                             f"{int(features[row, column])} is outside column {column}'s "
+                             f"vocabulary [0, {self.vocabulary_sizes[column]}) "
+                             f"({int(bad.any(1).sum())} rows out of range)")
 
 
 class _MLP(nn.Module):
