@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from gnnforge.graph import GraphBatch
 from gnnforge.nn._gin_conv import GINEConv
+from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
 from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
 
 __all__ = ["FeatureEncoder", "MoleculeGIN"]
@@ -159,15 +160,36 @@ class MoleculeGIN(nn.Module):
     def forward(self, batch: GraphBatch) -> Tensor:
         mask = batch.node_mask if isinstance(batch, GraphBatch) else None
         h = self.atom_encoder(batch.node_data["x"])
-        bonds = self._bond_embeddings(batch.edge_data["edge_attr"])
+        edge_attr = batch.edge_data["edge_attr"]
+        tables = self._bond_tables(edge_attr, h)
+        bonds = self._bond_embeddings(edge_attr) if tables is None else tables[0]
         last = len(self.convs) - 1
         for layer, (conv, mlp, norm, bond) in enumerate(
                 zip(self.convs, self.mlps, self.norms, bonds)):
-            h = norm(mlp(conv(batch, h, bond), mask), mask)
+            if tables is None:
+                h = conv(batch, h, bond)
+            else:   # bond is this layer's [K, D] table of every bond-feature combination
+                h = conv._combine(batch, h, gine_message_sum(batch, h, bond, tables[1]))
+            h = norm(mlp(h, mask), mask)
             if layer != last:
                 h = F.relu(h)
             h = F.dropout(h, self.dropout, self.training)
         return self.head(self._readout(batch, h))
+
+    def _bond_tables(self, edge_attr: Tensor, h: Tensor):
+        """(per-layer [K, D] tables of all K bond-feature combinations, [E] combination of
+        each edge), or None when the fused GINE kernel does not apply (then
+        `_bond_embeddings` expands the embeddings to [E, D] per layer)."""
+        first = self.bond_encoders[0]
+        if first.combinations is None or not first.accepts(edge_attr):
+            return None
+        table = torch.cat([encoder.table() for encoder in self.bond_encoders], dim=1)
+        every = F.embedding_bag(first.combinations, table, mode="sum")         # [K, L*D]
+        if not fused_gine_available(h, every):
+            return None
+        first._check_range(edge_attr)
+        return every.split(every.shape[1] // len(self.bond_encoders), dim=1), \
+            edge_attr @ first.strides
 
     def _bond_embeddings(self, edge_attr: Tensor) -> tuple[Tensor, ...]:
         """Every layer's bond embedding [E, D] from one lookup in the tables side by side.
