@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from gnnforge.graph import GraphBatch
 from gnnforge.nn._gin_conv import GINEConv
 from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
-from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
+from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d, _prefix_length
 
 __all__ = ["FeatureEncoder", "MoleculeGIN"]
 
@@ -159,24 +159,30 @@ class MoleculeGIN(nn.Module):
 
     def forward(self, batch: GraphBatch) -> Tensor:
         mask = batch.node_mask if isinstance(batch, GraphBatch) else None
-        h = self.atom_encoder(batch.node_data["x"])
-        edge_attr = batch.edge_data["edge_attr"]
-        tables = self._bond_tables(edge_attr, h)
+        x, edge_attr = batch.node_data["x"], batch.edge_data["edge_attr"]
+        tables = self._bond_tables(edge_attr)
+        graph = batch
+        real = None if tables is None or mask is None else _real_prefix(batch, mask)
+        if real is not None:
+            # Packed batches put padding nodes last and padding edges only between them:
+            # run every layer on the real rows (plain batch norm, no padding work).
+            graph, x, mask = _RealPrefix(batch, real), x[:real], None
+        h = self.atom_encoder(x)
         bonds = self._bond_embeddings(edge_attr) if tables is None else tables[0]
         last = len(self.convs) - 1
         for layer, (conv, mlp, norm, bond) in enumerate(
                 zip(self.convs, self.mlps, self.norms, bonds)):
             if tables is None:
-                h = conv(batch, h, bond)
+                h = conv(graph, h, bond)
             else:   # bond is this layer's [K, D] table of every bond-feature combination
-                h = conv._combine(batch, h, gine_message_sum(batch, h, bond, tables[1]))
+                h = conv._combine(graph, h, gine_message_sum(graph, h, bond, tables[1]))
             h = norm(mlp(h, mask), mask)
             if layer != last:
                 h = F.relu(h)
             h = F.dropout(h, self.dropout, self.training)
         return self.head(self._readout(batch, h))
 
-    def _bond_tables(self, edge_attr: Tensor, h: Tensor):
+    def _bond_tables(self, edge_attr: Tensor):
         """(per-layer [K, D] tables of all K bond-feature combinations, [E] combination of
         each edge), or None when the fused GINE kernel does not apply (then
         `_bond_embeddings` expands the embeddings to [E, D] per layer)."""
@@ -185,7 +191,7 @@ class MoleculeGIN(nn.Module):
             return None
         table = torch.cat([encoder.table() for encoder in self.bond_encoders], dim=1)
         every = F.embedding_bag(first.combinations, table, mode="sum")         # [K, L*D]
-        if not fused_gine_available(h, every):
+        if not fused_gine_available(every, every):
             return None
         first._check_range(edge_attr)
         return every.split(every.shape[1] // len(self.bond_encoders), dim=1), \
@@ -207,10 +213,33 @@ class MoleculeGIN(nn.Module):
 
     def _readout(self, batch: GraphBatch, h: Tensor) -> Tensor:
         num_graphs = batch.num_graphs if isinstance(batch, GraphBatch) else 1
-        index = (batch.node_graph if isinstance(batch, GraphBatch)
+        index = (batch.node_graph[:h.shape[0]] if isinstance(batch, GraphBatch)
                  else torch.zeros(h.shape[0], dtype=torch.int64, device=h.device))
         pooled = h.new_zeros(num_graphs, h.shape[1]).index_add_(0, index, h)   # [B, D]
         if self.pool == "mean":
             counts = torch.bincount(index, minlength=num_graphs).clamp(min=1)
             pooled = pooled / counts.to(h.dtype).unsqueeze(1)
         return pooled
+
+
+def _real_prefix(batch: GraphBatch, mask: Tensor) -> int | None:
+    """k when nodes [0, k) are the real ones and no edge into them leaves that prefix."""
+    real = _prefix_length(mask)
+    if real is None:
+        return None
+    rowptr, col, _ = batch.csr()
+    return None if bool((col[:int(rowptr[real])] >= real).any()) else real
+
+
+class _RealPrefix:
+    """The real nodes [0, real) of a packed batch whose padding nodes come last, for the
+    CSR kernel protocol: their in-edges all start at real nodes (padding edges are loops
+    on a padding node), so the first `real` CSR rows are the real subgraph."""
+
+    def __init__(self, batch: GraphBatch, real: int) -> None:
+        self.batch, self.num_src_nodes, self.num_dst_nodes = batch, real, real
+        self.num_edges = batch.num_edges
+
+    def csr(self) -> tuple[Tensor, Tensor, Tensor]:
+        rowptr, col, edge_ids = self.batch.csr()
+        return rowptr[:self.num_dst_nodes + 1], col, edge_ids

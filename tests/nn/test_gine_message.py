@@ -104,3 +104,19 @@ def test_gine_conv_fused_path_equals_unfused(monkeypatch) -> None:
     assert _gine_message.fused_gine_available(x, x)
     monkeypatch.setattr(_gin_conv, "fused_gine_available", lambda *a: False)
     torch.testing.assert_close(fast, conv(graph, x, edge_attr))
+
+
+def test_real_prefix_requires_edges_inside_the_prefix() -> None:
+    from gnnforge.nn._molecule_gin import _real_prefix
+
+    graphs = [Graph(torch.tensor([0, 1]), torch.tensor([1, 0]), 2), Graph([], [], 1)]
+    batch = GraphBatch.from_graphs(graphs).pad(5, 4, 4)
+    assert _real_prefix(batch, batch.node_mask) == 3
+    mask = batch.node_mask.clone()
+    mask[2] = False                         # a prefix of 2, no edge into it from outside
+    assert _real_prefix(batch, mask) == 2
+    mask[1] = False                         # node 1 has an in-edge from node 0... and 0 from 1
+    assert _real_prefix(batch, mask) is None
+    mask = batch.node_mask.clone()
+    mask[0] = False                         # not a prefix
+    assert _real_prefix(batch, mask) is None
