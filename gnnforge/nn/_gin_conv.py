@@ -99,8 +99,8 @@ class GINEConv(_GINBase):
             raise ValueError(f"GINEConv: edge_attr width {edge_attr.shape[-1]} differs from x "
                              f"width {x.shape[-1]}; pass edge_dim= to learn a projection")
         if fused_gine_available(x, edge_attr):
-            # gather + add + ReLU + sum in one kernel, no [E, F] intermediates.
-            return self._combine(graph, x, gine_message_sum(graph, x, edge_attr))
+            # gather + add + ReLU + sum + (1 + eps) x_v in one kernel, no [E, F] tensors.
+            return self.nn(gine_message_sum(graph, x, edge_attr, None, 1 + self.eps))
         src, _ = graph.coo()
         messages = F.relu(x.index_select(0, src) + edge_attr)
         return self._combine(graph, x, reduce_edges(graph, messages))

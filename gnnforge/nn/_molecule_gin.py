@@ -175,7 +175,7 @@ class MoleculeGIN(nn.Module):
             if tables is None:
                 h = conv(graph, h, bond)
             else:   # bond is this layer's [K, D] table of every bond-feature combination
-                h = conv._combine(graph, h, gine_message_sum(graph, h, bond, tables[1]))
+                h = conv.nn(gine_message_sum(graph, h, bond, tables[1], 1 + conv.eps))
             h = norm(mlp(h, mask), mask)
             if layer != last:
                 h = F.relu(h)

@@ -13,17 +13,19 @@ from gnnforge.nn import _gine_message, _molecule_gin
 from gnnforge.nn._gine_message import gine_message_sum
 
 
-def _reference(graph, x, table, code):
+def _reference(graph, x, table, code, weight=None):
     rows = table if code is None else table.index_select(0, code)
     messages = F.relu(x.index_select(0, graph.src) + rows)
     out = x.new_zeros(graph.num_nodes, x.shape[1])
-    return out.index_add(0, graph.dst, messages)
+    out = out.index_add(0, graph.dst, messages)
+    return out if weight is None else out + weight * x
 
 
 @settings(max_examples=40, deadline=None)
 @given(nodes=st.integers(0, 12), edges=st.integers(0, 40), width=st.integers(1, 5),
-       rows=st.integers(1, 6), coded=st.booleans(), seed=st.integers(0, 2**16))
-def test_equals_reference(nodes, edges, width, rows, coded, seed) -> None:
+       rows=st.integers(1, 6), coded=st.booleans(), seed=st.integers(0, 2**16),
+       weighted=st.sampled_from([None, 0.0, 1.7]))
+def test_equals_reference(nodes, edges, width, rows, coded, seed, weighted) -> None:
     """Random multigraphs with self-loops and isolated nodes (and the empty graph)."""
     generator = torch.Generator().manual_seed(seed)
     edges = edges if nodes else 0
@@ -34,14 +36,16 @@ def test_equals_reference(nodes, edges, width, rows, coded, seed) -> None:
                         dtype=torch.float64, requires_grad=True)
     code = torch.randint(0, rows, (edges,), generator=generator) if coded else None
     upstream = torch.randn(nodes, width, generator=generator, dtype=torch.float64)
-    fast = gine_message_sum(graph, x, table, code)
-    grads = torch.autograd.grad((fast * upstream).sum(), (x, table), allow_unused=True)
-    slow = _reference(graph, x, table, code)
-    expected = torch.autograd.grad((slow * upstream).sum(), (x, table), allow_unused=True)
+    weight = (None if weighted is None
+              else torch.tensor([weighted], dtype=torch.float64, requires_grad=True))
+    inputs = (x, table) if weight is None else (x, table, weight)
+    fast = gine_message_sum(graph, x, table, code, weight)
+    grads = torch.autograd.grad((fast * upstream).sum(), inputs, allow_unused=True)
+    slow = _reference(graph, x, table, code, weight)
+    expected = torch.autograd.grad((slow * upstream).sum(), inputs, allow_unused=True)
     torch.testing.assert_close(fast, slow)
-    for got, want in zip(grads, expected):
-        torch.testing.assert_close(got, torch.zeros_like(x if got is grads[0] else table)
-                                   if want is None else want)
+    for got, want, value in zip(grads, expected, inputs):
+        torch.testing.assert_close(got, torch.zeros_like(value) if want is None else want)
 
 
 def test_gradcheck() -> None:
@@ -50,7 +54,9 @@ def test_gradcheck() -> None:
     x = torch.randn(4, 3, generator=generator, dtype=torch.float64, requires_grad=True)
     table = torch.randn(2, 3, generator=generator, dtype=torch.float64, requires_grad=True)
     code = torch.tensor([0, 1, 1, 0, 1])
-    assert torch.autograd.gradcheck(lambda a, b: gine_message_sum(graph, a, b, code), (x, table))
+    weight = torch.tensor([1.3], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b, w: gine_message_sum(graph, a, b, code, w),
+                                    (x, table, weight))
 
 
 def test_bad_inputs_raise() -> None:
