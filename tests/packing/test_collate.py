@@ -28,6 +28,8 @@ def _graph(generator: torch.Generator, nodes: int, edges: int, typed: bool) -> G
 
 def _assert_same(fast: GraphBatch, slow: GraphBatch) -> None:
     assert fast == slow
+    for got, want in zip(fast.csr(), slow.csr()):     # the collator's CSR vs a sort
+        assert torch.equal(got, want)
     assert fast.num_graphs == slow.num_graphs
     assert torch.equal(fast.node_graph, slow.node_graph)
     assert torch.equal(fast.node_mask, slow.node_mask)
@@ -55,6 +57,8 @@ def test_equals_from_graphs_pad(sizes, picks, typed, seed, extra) -> None:
     # An empty batch of graphs has no data keys; the collator keeps the dataset's keys
     # (zero-filled, the fixed shape a compiled model expects) and the same structure.
     assert torch.equal(fast.src, slow.src) and torch.equal(fast.graph_ptr, slow.graph_ptr)
+    for got, want in zip(fast.csr(), slow.csr()):
+        assert torch.equal(got, want)
     assert torch.equal(fast.edge_ptr, slow.edge_ptr)
     assert torch.equal(fast.graph_mask, slow.graph_mask)
     assert set(fast.node_data) == set(graphs[0].node_data)
