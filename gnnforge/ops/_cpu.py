@@ -122,7 +122,7 @@ def _spmm_scaled(rowptr, col, eids, lhs, rhs, heads, reduce, num_rows, dtype):
     weight = weight.index_select(0, eids.to(torch.int64)).contiguous()      # [nnz, H] CSR order
     out = torch.empty(num_rows, heads, x.shape[2], dtype=x.dtype)
     if num_rows and out.numel():
-        _launch(kernels.spmm_scaled, num_rows, col.numel() * x[0].numel(), rowptr.numpy(),
+        _launch(kernels.spmm_scaled, num_rows, col.numel() * math.prod(x.shape[1:]), rowptr.numpy(),
                 col.numpy(), weight.numpy(), x.numpy(), out.numpy(), reduce == "mean")
     out = out.reshape(num_rows, *lhs.shape[1:]).to(dtype)
     return out, _no_index(), _no_index()

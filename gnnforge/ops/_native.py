@@ -41,7 +41,7 @@ def _threads(work: int) -> int:
 
 def _empty(rows: int, width: int, dtype: torch.dtype) -> Tensor:
     out = torch.empty((rows, width), dtype=dtype)
-    nbytes = rows * width * (8 if dtype == torch.float64 else 4)
+    nbytes = rows * width * (4 if dtype == torch.float32 else 8)
     if nbytes >= _HUGE_BYTES:
         load().gf_advise_huge(out.data_ptr(), nbytes)
     return out
@@ -70,7 +70,7 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     rows, width = rowptr.shape[0] - 1, x.shape[1]
     out = _empty(rows, width, x.dtype)
     extreme = record_args and reduce in ("max", "min")
-    arg = torch.empty((rows, width) if extreme else (0,), dtype=torch.int64)
+    arg = _empty(rows, width, torch.int64) if extreme else torch.empty(0, dtype=torch.int64)
     if rows and width:
         load().gf_spmm_copy(_DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64,
                             rowptr.data_ptr(), index.data_ptr(), x.data_ptr(), out.data_ptr(),
@@ -94,8 +94,8 @@ def mean_grad_native(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
     if num_src and out.shape[1]:
         load().gf_mean_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                             colptr.data_ptr(), row.data_ptr(), rowptr.data_ptr(),
-                            values.data_ptr(), out.data_ptr(), num_src, out.shape[1],
-                            _threads(row.numel() * out.shape[1]))
+                            values.data_ptr(), out.data_ptr(), num_src, rowptr.shape[0] - 1,
+                            out.shape[1], _threads(row.numel() * out.shape[1]))
     return out.to(grad.dtype)
 
 
@@ -108,8 +108,8 @@ def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
     if num_src and out.shape[1]:
         load().gf_extreme_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                                colptr.data_ptr(), row.data_ptr(), arg.data_ptr(),
-                               values.data_ptr(), out.data_ptr(), num_src, out.shape[1],
-                               _threads(row.numel() * out.shape[1]))
+                               values.data_ptr(), out.data_ptr(), num_src, arg.shape[0],
+                               out.shape[1], _threads(row.numel() * out.shape[1]))
     return out.to(grad.dtype)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 __all__ = ["build", "load", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("_native_src") / "spmm.cpp"
-_ABI_VERSION = 1
+_ABI_VERSION = 3
 _FLAG_SETS = (
     ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"],
     ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c++17"],  # compilers without -march=native
@@ -130,9 +130,9 @@ def _prototypes(library: ctypes.CDLL) -> None:
     library.gf_spmm_copy.argtypes = [i32, i32, pointer, pointer, pointer, pointer, pointer,
                                      i64, i64, i32, i32]
     library.gf_mean_grad.argtypes = [i32, i32, pointer, pointer, pointer, pointer, pointer,
-                                     i64, i64, i32]
+                                     i64, i64, i64, i32]
     library.gf_extreme_grad.argtypes = [i32, i32, pointer, pointer, pointer, pointer,
-                                        pointer, i64, i64, i32]
+                                        pointer, i64, i64, i64, i32]
     library.gf_advise_huge.argtypes = [pointer, i64]
     for name in ("gf_spmm_copy", "gf_mean_grad", "gf_extreme_grad", "gf_advise_huge"):
         getattr(library, name).restype = None

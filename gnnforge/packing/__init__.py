@@ -6,6 +6,7 @@ Networks" (Graphcore, 2022). See docs/packing.md.
 
 from gnnforge.packing._assign import PackAssigner
 from gnnforge.packing._collate import PackCollator
+from gnnforge.packing._column_generation import LPBound
 from gnnforge.packing._heuristics import HEURISTICS, check_monotone, weighted_heuristic
 from gnnforge.packing._histogram import size_histogram
 from gnnforge.packing._loader import PackedLoader
@@ -15,6 +16,7 @@ from gnnforge.packing._plan import PackingPlan, lower_bound
 __all__ = [
     "HEURISTICS",
     "METHODS",
+    "LPBound",
     "PackAssigner",
     "PackCollator",
     "PackedLoader",

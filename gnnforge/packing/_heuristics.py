@@ -90,7 +90,7 @@ def resolve_heuristic(heuristic: str | Heuristic, limits: np.ndarray) -> tuple[s
             raise ValueError("heuristic 'edges' needs sizes with at least 2 components")
         base, scalar = HEURISTICS[heuristic], _SCALAR[heuristic]
         inverse = tuple(1.0 / float(v) for v in scale)
-        function: Heuristic = lambda x: base(x / scale)  # noqa: E731
+        function: Heuristic = lambda x: base(x / scale)
         function.scalar = (  # type: ignore[attr-defined]
             lambda r: float(scalar([a * b for a, b in zip(r, inverse)])))
         return heuristic, function
@@ -99,7 +99,7 @@ def resolve_heuristic(heuristic: str | Heuristic, limits: np.ndarray) -> tuple[s
     name = getattr(heuristic, "__name__", type(heuristic).__name__)
     if getattr(heuristic, "_gnnforge_scaled", False):
         user = heuristic
-        scaled: Heuristic = lambda x: user(x / scale)  # noqa: E731
+        scaled: Heuristic = lambda x: user(x / scale)
         check_monotone(scaled, limits, name)
         return name, scaled
     check_monotone(heuristic, limits, name)

@@ -35,6 +35,8 @@ class PackedLoader:
         shuffle: False keeps a fixed assignment and pack order.
         oversized: 'error' raises naming the first graph above a limit; 'drop' leaves
             such graphs out (`dropped` lists their indices; `plan.dropped` counts them).
+        refine: seconds of LP refinement for the plan (fewer packs, a proven bound in
+            `plan.lp`); 0 skips it. See `pack`.
 
     Attributes:
         plan: the PackingPlan.
@@ -51,7 +53,7 @@ class PackedLoader:
                  max_graphs_per_pack: int | None = None,
                  heuristic: str | Callable[[np.ndarray], np.ndarray] = "product",
                  method: str = "lpfhp", seed: int = 0, shuffle: bool = True,
-                 oversized: str = "error") -> None:
+                 oversized: str = "error", refine: float = 0.0) -> None:
         if len(graphs) == 0:
             raise ValueError("PackedLoader: graphs is empty")
         if method not in ("lpfhp", "spfhp", "none"):
@@ -63,7 +65,7 @@ class PackedLoader:
         keep = self._check_sizes(sizes, limits_array, oversized)
         self.dropped = np.flatnonzero(~keep)
         self.plan: PackingPlan = pack(size_histogram(sizes[keep]), limits_array, heuristic,
-                                      method, max_graphs_per_pack)
+                                      method, max_graphs_per_pack, refine=refine)
         # The plan saw only kept graphs; report the dropped ones through it as well.
         for row in sizes[~keep].tolist():
             self.plan.dropped[tuple(row)] = self.plan.dropped.get(tuple(row), 0) + 1

@@ -10,6 +10,7 @@ from gnnforge.packing._heuristics import HEURISTICS, resolve_heuristic
 from gnnforge.packing._histogram import histogram_arrays
 from gnnforge.packing._improve import improve_packing
 from gnnforge.packing._plan import PackingPlan, make_plan
+from gnnforge.packing._refine import refine_packing
 from gnnforge.packing._tuple_pack import histogram_pack
 
 __all__ = ["METHODS", "pack"]
@@ -53,7 +54,7 @@ def _split_oversized(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray, o
 def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
          heuristic: str | Callable[[np.ndarray], np.ndarray] = "product", method: str = "lpfhp",
          max_graphs_per_pack: int | None = None, *, oversized: str = "error",
-         improve: bool = True) -> PackingPlan:
+         improve: bool = True, refine: float = 0.0) -> PackingPlan:
     """Pack a size histogram into packs that respect every limit.
 
     Args:
@@ -69,8 +70,12 @@ def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
         oversized: 'error' (default) raises on a size above a limit; 'drop' leaves such
             graphs out and counts them in plan.dropped.
         improve: run the improvement step after lpfhp/spfhp (repack the emptiest packs
-            and, for 2 components, the histogram-level refinement); plan.improved_from
-            keeps the pack count before it.
+            with a pre-opened number of packs); plan.improved_from keeps the pack count
+            before it (and before `refine`).
+        refine: seconds for LP refinement after lpfhp/spfhp (0, the default, skips it):
+            column generation on the pattern LP gives a provable bound (plan.lp,
+            plan.proven_bound) and LP rounding / a restricted MILP a plan that is kept
+            when it has fewer packs. Histograms above 5,000 bins are not refined.
 
     Returns:
         PackingPlan with packs, efficiency per component, lower bound and gap.
@@ -85,6 +90,8 @@ def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
                                             or max_graphs_per_pack < 1):
         raise ValueError(f"max_graphs_per_pack: expected a positive int or None, got "
                          f"{max_graphs_per_pack!r}")
+    if not isinstance(refine, (int, float)) or not refine >= 0:
+        raise ValueError(f"refine: expected a number of seconds >= 0, got {refine!r}")
     bins, counts = histogram_arrays(histogram)
     k = bins.shape[1] if bins.size else np.atleast_1d(np.asarray(limits)).size
     limits_array = _check_limits(limits, k)
@@ -110,14 +117,17 @@ def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
         function, name = (lambda x: x[:, 0]), ["nodes", "edges"][component]
     work, work_limits = bins[:, columns], limits_array[columns]
     shapes = histogram_pack(work, counts, work_limits, function, best_fit, cap)
-    improved_from = None
+    improved_from, lp = None, None
+    alternatives = _alternatives(function, work_limits, work.shape[0])
+    if (improve or refine) and component is None:
+        improved_from = sum(c for _, c in shapes)
     if improve and component is None:
-        before = sum(c for _, c in shapes)
-        shapes = improve_packing(shapes, work, counts, work_limits,
-                                 _alternatives(function, work_limits, work.shape[0]), cap)
-        improved_from = before
+        shapes = improve_packing(shapes, work, counts, work_limits, alternatives, cap)
+    if refine and component is None:
+        shapes, lp = refine_packing(shapes, work, counts, work_limits, alternatives, cap,
+                                    float(refine))
     return make_plan(shapes, bins, limits_array, method, name, max_graphs_per_pack, dropped,
-                     improved_from)
+                     improved_from, lp)
 
 
 # Histograms up to this many bins also try every built-in heuristic in the improvement

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gnnforge.packing._column_generation import LPBound
+
 __all__ = ["PackingPlan", "lower_bound"]
 
 
@@ -16,7 +18,7 @@ def lower_bound(totals: np.ndarray, limits: np.ndarray, num_graphs: int,
 
     No plan can use fewer packs: each pack holds at most limit_k of component k.
     """
-    bound = 0
+    bound = 1 if num_graphs else 0  # graphs of size zero still need a pack
     for total, limit in zip(totals.tolist(), limits.tolist()):
         if total:
             bound = max(bound, -(-int(total) // max(int(limit), 1)))
@@ -54,12 +56,25 @@ class PackingPlan:
             of them fit one pack, so no plan beats this either. When it exceeds
             `lower_bound` (datasets whose graphs are all close to the largest), the gap
             to `lower_bound` is not reachable; `best_gap` uses the larger bound.
+        lp: what LP refinement (`pack(..., refine=seconds)`) proved, or None when it
+            did not run: `lp.bound` is ceil of a lower bound on the pattern LP (column
+            generation), at least both bounds above; see `LPBound`.
     """
 
     @property
+    def lp_bound(self) -> int | None:
+        """The column-generation bound on the number of packs, or None (no refinement)."""
+        return self.lp.bound if self.lp is not None else None
+
+    @property
+    def proven_bound(self) -> int:
+        """The strongest bound known: max(lower_bound, large_item_bound, lp_bound)."""
+        return max(self.lower_bound, self.large_item_bound, self.lp_bound or 0)
+
+    @property
     def best_gap(self) -> float:
-        """num_packs / max(lower_bound, large_item_bound) - 1."""
-        bound = max(self.lower_bound, self.large_item_bound)
+        """num_packs / proven_bound - 1 (0 means provably optimal)."""
+        bound = self.proven_bound
         return self.num_packs / bound - 1 if bound else 0.0
 
     packs: list[tuple[list[tuple[int, ...]], int]]
@@ -78,6 +93,7 @@ class PackingPlan:
     dropped: dict[tuple[int, ...], int] = field(default_factory=dict)
     improved_from: int | None = None
     large_item_bound: int = 0
+    lp: LPBound | None = None
 
     @property
     def num_dropped(self) -> int:
@@ -89,6 +105,10 @@ class PackingPlan:
                 f"{self.num_graphs} graphs, efficiency {effs} (harmonic "
                 f"{100 * self.harmonic_efficiency:.2f}%), lower bound {self.lower_bound}, "
                 f"gap {100 * self.gap:.2f}%, speedup {self.speedup:.2f}x")
+        if self.lp is not None:
+            state = "final" if self.lp.converged else "not final within the time budget"
+            line += (f"; LP bound {self.lp.bound} ({state}: {self.lp.lp_lower:.2f} <= LP <= "
+                     f"{self.lp.lp_value:.2f}), gap to it {100 * self.best_gap:.2f}%")
         if any(o[0] for o in self.overflow):
             parts = [f"component {k}: {o[0]} packs over by up to {o[1]}"
                      for k, o in enumerate(self.overflow) if o[0]]
@@ -102,7 +122,8 @@ class PackingPlan:
 
 def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limits: np.ndarray,
               method: str, heuristic: str, max_graphs_per_pack: int | None,
-              dropped: dict[tuple[int, ...], int], improved_from: int | None = None) -> PackingPlan:
+              dropped: dict[tuple[int, ...], int], improved_from: int | None = None,
+              lp: LPBound | None = None) -> PackingPlan:
     """Build a PackingPlan (with all metrics) from pack shapes given as bin indices."""
     k = limits.size
     num_packs = sum(count for _, count in shapes)
@@ -138,7 +159,8 @@ def make_plan(shapes: list[tuple[tuple[int, ...], int]], bins: np.ndarray, limit
         overflow=tuple((int(a), int(b), int(c)) for a, b, c in zip(over_packs, over_max,
                                                                     over_total)),
         dropped=dict(dropped), improved_from=improved_from,
-        large_item_bound=_large_item_bound(flat, np.repeat(pack_counts, lengths), bins, limits))
+        large_item_bound=_large_item_bound(flat, np.repeat(pack_counts, lengths), bins, limits),
+        lp=lp)
 
 
 def _large_item_bound(flat: np.ndarray, weights: np.ndarray, bins: np.ndarray,

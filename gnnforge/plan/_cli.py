@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,8 +28,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          help="models folder (default: the package's gnnforge/plan/models)")
     profile.add_argument("--records", type=Path, default=None,
                          help="also write the raw timings (JSON) here")
-    profile.add_argument("--from-records", type=Path, default=None,
-                         help="skip timing: fit from a JSON written by --records")
+    profile.add_argument("--from-records", type=Path, nargs="+", default=None,
+                         help="skip timing: fit from JSON files written by --records "
+                         "(several: chunks of one profile)")
+    profile.add_argument("--graphs", nargs="+", default=None,
+                         help="time only these profile graphs (split a profile into chunks)")
+    profile.add_argument("--no-fit", action="store_true",
+                         help="only time and write --records (a chunk of a profile)")
+    profile.add_argument("--calibration-samples", type=int, default=5,
+                         help="timed runs per plan when measuring the decision margin "
+                         "(0: skip it, margin 0)")
     profile.add_argument("--widths", type=int, nargs="+", default=None)
     profile.add_argument("--repeats", type=int, default=3)
     profile.add_argument("--threads", type=int, default=1,
@@ -50,41 +59,95 @@ def _explain(args: argparse.Namespace) -> int:
 _HELD_OUT = ("rmat-s13", "grid-60", "sbm-8x1000", "mycielski-9", "github-sub")
 
 
+def _records(args: argparse.Namespace) -> list[dict]:
+    from gnnforge.plan._profile import ProfileConfig, collect
+    from gnnforge.plan._suite import profile_graph_names, profile_graphs
+
+    if args.from_records is not None:
+        return [r for path in args.from_records for r in json.loads(path.read_text())]
+    config = ProfileConfig(repeats=args.repeats,
+                           **({"widths": tuple(args.widths)} if args.widths else {}))
+    unknown = sorted(set(args.graphs or ()) - set(profile_graph_names()))
+    if unknown:
+        print(f"gnnforge plan profile: unknown --graphs {unknown}; profile graphs are "
+              f"{profile_graph_names()}", file=sys.stderr)
+        raise SystemExit(2)
+    graphs = list(profile_graphs(names=args.graphs))
+    if args.quick:
+        graphs = [g for g in graphs if g[2].num_edges < 60_000]
+    records = collect(graphs, config)
+    if args.records is not None:
+        args.records.write_text(json.dumps(records))
+    return records
+
+
+def _calibrate(records: list[dict], samples: int,
+               overheads: dict) -> tuple[float, list[dict]]:
+    """The decision margin, from models trained without the held-out graphs."""
+    from gnnforge.plan._calibrate import decision_errors, decision_margin
+    from gnnforge.plan._profile import fit
+    from gnnforge.plan._suite import profile_graphs
+
+    if samples == 0:
+        return 0.0, []
+    held_out_model = fit([r for r in records if r["graph"] not in _HELD_OUT])
+    held_out_model.info = {"layer_overhead_s": overheads}
+    graphs = [(name, graph) for name, _, graph in profile_graphs(names=_HELD_OUT)]
+    calibration = decision_errors(held_out_model, graphs, samples=samples)
+    return decision_margin(calibration), calibration
+
+
 def _profile(args: argparse.Namespace) -> int:
     from gnnforge.plan._cost import MODELS_DIR
-    from gnnforge.plan._profile import ProfileConfig, collect, fit, held_out_errors, limit_threads
-    from gnnforge.plan._suite import profile_graphs
+    from gnnforge.plan._profile import fit, held_out_errors, limit_threads
 
     limit_threads(args.threads)
     start = time.perf_counter()
-    if args.from_records is not None:
-        records = json.loads(args.from_records.read_text())
-    else:
-        config = ProfileConfig(repeats=args.repeats,
-                               **({"widths": tuple(args.widths)} if args.widths else {}))
-        graphs = list(profile_graphs())
-        if args.quick:
-            graphs = [g for g in graphs if g[2].num_edges < 60_000]
-        records = collect(graphs, config)
-        if args.records is not None:
-            args.records.write_text(json.dumps(records))
+    records = _records(args)
+    if args.no_fit:
+        print(f"{len(records)} timings in {time.perf_counter() - start:.0f} s"
+              + (f", written to {args.records}" if args.records else " (not written: no "
+                 "--records)"))
+        return 0
+    from gnnforge.plan._calibrate import layer_overheads
+
     errors = held_out_errors(records, _HELD_OUT)
+    overheads = layer_overheads()
+    margin, calibration = _calibrate(records, args.calibration_samples, overheads)
     model = fit(records)
     model.info = {"records": len(records), "graphs": sorted({r["graph"] for r in records}),
                   "held_out_graphs": list(_HELD_OUT), "held_out_errors": errors,
+                  "decision_margin": margin, "calibration": calibration,
+                  "layer_overhead_s": overheads,
                   "command": "gnnforge plan " + " ".join(sys.argv[2:]) if len(sys.argv) > 2
                   else "gnnforge plan profile",
                   "torch_threads": args.threads}
     out = args.out or MODELS_DIR
     model.save(out)
-    print(f"{len(records)} timings on {len(model.info['graphs'])} graphs in "
+    print(f"{len(records)} timings on {len(model.info['graphs'])} graphs; "
           f"{time.perf_counter() - start:.0f} s; models written to {out}")
     print(f"held-out graphs: {', '.join(_HELD_OUT)}")
     print(f"{'primitive':14s} {'calls':>6s} {'median err':>11s} {'mean err':>9s} {'<=1.5x':>7s}")
     for name, e in errors.items():
         print(f"{name:14s} {e['calls']:6d} {e['median_rel_error']:10.1%} "
               f"{e['mean_rel_error']:9.1%} {e['within_1_5x']:7.1%}")
+    _print_calibration(calibration, margin)
     return 0
+
+
+def _print_calibration(calibration: list[dict], margin: float) -> None:
+    import math
+
+    if not calibration:
+        print("decision margin: not measured (0)")
+        return
+    over = sorted(r["predicted_gain"] - r["measured_gain"] for r in calibration)
+    wrong = sum((r["predicted_gain"] > 0) != (r["measured_gain"] > 0) for r in calibration)
+    print(f"plan-ratio error on held-out graphs ({len(over)} candidate-vs-default pairs): "
+          f"median |log error| {statistics.median(abs(v) for v in over):.3f}, mean "
+          f"{statistics.fmean(over):+.3f} (positive: gains over-predicted), sign wrong in "
+          f"{wrong}; decision margin (smallest that never loses > 5% to the default on "
+          f"them) {margin:.3f} = a predicted gain of {math.exp(margin) - 1:.1%}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -97,6 +97,19 @@ class CostModel:
         self._forests = ForestSet.of({name: Forest.from_xgboost_json(self.models[name])
                                       for name in PRIMITIVES})
 
+    @property
+    def decision_margin(self) -> float:
+        """Log-ratio a predicted gain must exceed before `optimize` leaves the default plan:
+        the models' held-out error on plan-cost ratios, measured by `gnnforge plan profile`
+        (0 for models profiled without that measurement)."""
+        return float(self.info.get("decision_margin", 0.0))
+
+    def layer_overhead(self, layer: str, training: bool) -> float:
+        """Fixed seconds of one call of `layer` (a class name such as "GCNConv") whatever
+        its plan, measured by `gnnforge plan profile` (0 when not measured)."""
+        modes = self.info.get("layer_overhead_s", {}).get(layer, {})
+        return float(modes.get("train" if training else "infer", 0.0))
+
     def predict_many(self, names: Sequence[str], rows: Sequence[list[float]],
                      works: Sequence[float]) -> np.ndarray:
         """Seconds for each call; call i is primitive names[i] (row from `design_row`)."""

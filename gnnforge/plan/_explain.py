@@ -31,6 +31,8 @@ def explain(expression: Node, show_dropped: bool = True) -> str:
         if not (v.kept or show_dropped):
             continue
         status = f"KEPT, can win when {' or '.join(v.wins_when)}" if v.kept else v.reason
+        if v.index == 0:
+            status += " (the default: costed for every width all the same)"
         lines.append(f"#{v.index:<4d} {status}")
         lines.append(f"      {v.composition}")
         lines.append("      " + ", ".join(str(p) for p in primitives(v.composition)))

@@ -6,6 +6,7 @@ picks) plus `optimize`, which runs them for a model and sets each layer's `plan`
 
 from __future__ import annotations
 
+import math
 import time
 from functools import cache
 from dataclasses import dataclass
@@ -52,12 +53,14 @@ class Plan:
     training: bool
     overhead_s: float
     features: dict[str, float]
+    margin: float = 0.0
 
     def __str__(self) -> str:
         lines = [f"plan ({'training' if self.training else 'inference'}; graph "
                  f"{int(self.features['num_dst_nodes'])} nodes, "
                  f"{int(self.features['num_edges'])} edges; planning took "
-                 f"{self.overhead_s * 1e3:.2f} ms)"]
+                 f"{self.overhead_s * 1e3:.2f} ms; leaves the default only for a predicted gain "
+                 f"above {math.exp(self.margin) - 1:.0%})"]
         for d in self.decisions:
             lines.append(f"  {d.name}: {d.layer} {d.widths[0]} -> {d.widths[1]}")
             for composition, seconds in sorted(d.costs, key=lambda item: item[1]):
@@ -117,13 +120,32 @@ def cost_plans(plans: list[list[Composition]], symbols: list[dict[str, float]],
 _primitives = cache(primitives)  # a composition's primitives never change
 
 
-def choose(plans: list[Composition], costs: list[float]) -> Composition:
-    """The cheapest plan (the first on a tie, which is the one nearest the default)."""
-    return plans[min(range(len(plans)), key=costs.__getitem__)]
+def choose(plans: list[Composition], costs: list[float], margin: float = 0.0) -> Composition:
+    """The cheapest plan, unless it is predicted to beat `plans[0]` (the default, as
+    `candidates` orders them) by less than the margin: then the default.
+
+    Args:
+        plans: the candidates, the default first.
+        costs: predicted seconds of each plan.
+        margin: log-ratio the predicted gain must exceed to leave the default; the cost
+            models' held-out error on such ratios (`CostModel.decision_margin`). 0 picks
+            the cheapest outright (the first on a tie).
+
+    Raises:
+        ValueError: for a negative margin or `plans` and `costs` of different lengths.
+    """
+    if margin < 0 or len(plans) != len(costs) or not plans:
+        raise ValueError(f"choose: need as many costs as plans (got {len(costs)} for "
+                         f"{len(plans)}) and a margin >= 0 (got {margin})")
+    best = min(range(len(plans)), key=costs.__getitem__)
+    if best != 0 and costs[best] * math.exp(margin) >= costs[0]:
+        return plans[0]
+    return plans[best]
 
 
 def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
-             cost_model: CostModel | None = None, apply: bool = True) -> Plan:
+             cost_model: CostModel | None = None, margin: float | None = None,
+             apply: bool = True) -> Plan:
     """Choose each planned layer's composition for `graph` and set `layer.plan`.
 
     Every layer is assumed to run on `graph` (full-graph training or inference). The cost
@@ -134,6 +156,8 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
         graph: the Graph (or block) the layers will run on.
         training: cost forward + backward (default: `model.training`).
         cost_model: defaults to the models shipped with gnnforge.
+        margin: predicted log-gain needed to leave the default plan (see `choose`);
+            default: the cost model's `decision_margin`, measured when it was profiled.
         apply: set each layer's `plan` (False only reports).
 
     Returns:
@@ -161,7 +185,12 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
                         "Ns": feats["num_src_nodes"], "E": feats["num_edges"]})
         plans.append(layer_candidates(layer))
     costs = cost_plans(plans, symbols, features, training, cost_model)
-    chosen = [choose(p, c) for p, c in zip(plans, costs)]
+    fixed = getattr(cost_model, "layer_overhead", lambda layer, training: 0.0)
+    costs = [[c + fixed(type(layer).__name__, training) for c in layer_costs]
+             for (_, layer), layer_costs in zip(layers, costs)]
+    if margin is None:
+        margin = getattr(cost_model, "decision_margin", 0.0)
+    chosen = [choose(p, c, margin) for p, c in zip(plans, costs)]
     overhead = time.perf_counter() - start
     decisions = []
     for (name, layer), layer_plans, layer_costs, pick in zip(layers, plans, costs, chosen):
@@ -171,4 +200,4 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
         decisions.append(LayerDecision(name, type(layer).__name__, (symbols_["I"], symbols_["O"]),
                                        tuple(zip(layer_plans, layer_costs)), pick,
                                        default_composition(layer.plan_expression())))
-    return Plan(tuple(decisions), training, overhead, raw)
+    return Plan(tuple(decisions), training, overhead, raw, margin)

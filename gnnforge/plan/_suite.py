@@ -9,7 +9,7 @@ de-duplicated, as the layers' inputs usually are.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,8 @@ import torch
 from gnnforge.data import grid_2d, rmat, shared_datasets_dir, stochastic_block_model
 from gnnforge.graph import Graph
 
-__all__ = ["SuiteGraph", "benchmark_graphs", "profile_graphs", "real_graph"]
+__all__ = ["SuiteGraph", "benchmark_graphs", "profile_graph_names", "profile_graphs",
+           "real_graph"]
 
 SuiteGraph = tuple[str, str, Graph]  # (name, family, graph)
 
@@ -104,37 +105,129 @@ def _sampled(graph: Graph, num_nodes: int, seed: int) -> Graph:
     return graph.subgraph(nodes).graph
 
 
-def profile_graphs(seed: int = 0) -> Iterator[SuiteGraph]:
-    """The training graphs of the cost models (disjoint from `benchmark_graphs`)."""
-    yield "rmat-s11", "power-law", _undirected(*_coo(rmat(11, 16_000, seed=seed)), 2 ** 11)
-    yield "rmat-s13", "power-law", _undirected(*_coo(rmat(13, 60_000, seed=seed)), 2 ** 13)
-    yield "rmat-s15", "power-law", _undirected(*_coo(rmat(15, 160_000, seed=seed)), 2 ** 15)
-    yield "grid-60", "road", grid_2d(60, 60, shuffle=True, seed=seed)
-    yield "grid-250", "road", grid_2d(250, 250, shuffle=True, seed=seed)
-    yield "sbm-4x500", "community", stochastic_block_model([500] * 4, 0.05, 0.002, seed=seed)
-    yield "sbm-8x1000", "community", stochastic_block_model([1000] * 8, 0.01, 0.0005, seed=seed)
+def _real_sample(name: str, seed: int) -> Graph | None:
+    graph = real_graph(name)
+    return None if graph is None else _sampled(graph, graph.num_nodes // 3, seed)
+
+
+def _profile_factories(seed: int) -> dict[str, tuple[str, Callable[[], Graph | None]]]:
+    """name -> (family, builder); a builder returns None when its dataset is absent."""
+    factories = {
+        "rmat-s11": ("power-law", lambda: _undirected(*_coo(rmat(11, 16_000, seed=seed)),
+                                                      2 ** 11)),
+        "rmat-s13": ("power-law", lambda: _undirected(*_coo(rmat(13, 60_000, seed=seed)),
+                                                      2 ** 13)),
+        "rmat-s15": ("power-law", lambda: _undirected(*_coo(rmat(15, 160_000, seed=seed)),
+                                                      2 ** 15)),
+        "grid-60": ("road", lambda: grid_2d(60, 60, shuffle=True, seed=seed)),
+        "grid-250": ("road", lambda: grid_2d(250, 250, shuffle=True, seed=seed)),
+        "sbm-4x500": ("community", lambda: stochastic_block_model([500] * 4, 0.05, 0.002,
+                                                                  seed=seed)),
+        "sbm-8x1000": ("community", lambda: stochastic_block_model([1000] * 8, 0.01, 0.0005,
+                                                                   seed=seed)),
+    }
     for k in (8, 9, 10):
-        yield f"mycielski-{k}", "dense", _mycielski(k)
+        factories[f"mycielski-{k}"] = ("dense", lambda k=k: _mycielski(k))
     for name in ("enron", "github", "rmat-s17"):
-        graph = real_graph(name)
-        if graph is not None:
-            yield f"{name}-sub", _REAL[name][0], _sampled(graph, graph.num_nodes // 3, seed)
-    enron = real_graph("enron")
-    if enron is not None:
-        yield "enron", "social", enron
+        factories[f"{name}-sub"] = (_REAL[name][0], lambda name=name: _real_sample(name, seed))
+    factories["enron"] = ("social", lambda: real_graph("enron"))
+    return factories
 
 
-def benchmark_graphs(seed: int = 1) -> Iterator[SuiteGraph]:
-    """Evaluation graphs: one per family, none of them used to train the cost models."""
-    yield "rmat-s14", "power-law", _undirected(*_coo(rmat(14, 150_000, seed=seed + 100)), 2 ** 14)
-    yield "mycielski-11", "dense", _mycielski(11)
-    for name, family in (("cora", "citation"), ("luxembourg-osm", "road"),
-                         ("facebook", "social")):
-        graph = real_graph(name)
-        if graph is not None:
-            yield name, family, graph
-    if shared_datasets_dir() is None:
-        yield "grid-300", "road", grid_2d(300, 300, shuffle=True, seed=seed)
+def profile_graph_names(seed: int = 0) -> list[str]:
+    """Names `profile_graphs` may yield (real ones only when the datasets are present)."""
+    return list(_profile_factories(seed))
+
+
+def profile_graphs(seed: int = 0, names: Iterable[str] | None = None) -> Iterator[SuiteGraph]:
+    """The training graphs of the cost models (disjoint from `benchmark_graphs`).
+
+    Args:
+        seed: generator and sampling seed.
+        names: build only these (default: all); real graphs are skipped when the
+            datasets folder is absent.
+
+    Raises:
+        ValueError: for a name that is not a profile graph.
+    """
+    factories = _profile_factories(seed)
+    wanted = list(factories) if names is None else list(names)
+    unknown = [n for n in wanted if n not in factories]
+    if unknown:
+        raise ValueError(f"profile_graphs: unknown names {unknown}; known: {list(factories)}")
+    for name in factories:
+        if name in wanted:
+            family, build = factories[name]
+            graph = build()
+            if graph is not None:
+                yield name, family, graph
+
+
+def _ball(graph: Graph, num_nodes: int, seed: int) -> Graph:
+    """The subgraph induced by the first `num_nodes` nodes a breadth-first search from a
+    random node reaches (restarting from unreached nodes if its component is smaller):
+    a contiguous region, which keeps local structure (road segments, a hub's community)
+    that a uniform node sample would cut apart."""
+    import scipy.sparse
+
+    n = graph.num_nodes
+    if num_nodes >= n:
+        return graph
+    adjacency = scipy.sparse.csr_matrix(
+        (np.ones(graph.num_edges, dtype=np.int8), (graph.src.numpy(), graph.dst.numpy())),
+        shape=(n, n))
+    order = np.random.default_rng(seed).permutation(n)
+    seen = np.zeros(n, dtype=bool)
+    picked: list[np.ndarray] = []
+    count, start = 0, 0
+    while count < num_nodes:
+        while seen[order[start]]:
+            start += 1
+        reached = scipy.sparse.csgraph.breadth_first_order(
+            adjacency, int(order[start]), directed=False, return_predecessors=False)
+        seen[reached] = True
+        picked.append(reached[: num_nodes - count])
+        count += len(picked[-1])
+    nodes = torch.as_tensor(np.concatenate(picked), dtype=torch.int64)
+    return graph.subgraph(nodes).graph
+
+
+# Evaluation sizes: (E + N) x 2048 stays near 2e8, so the widest aggregation is a
+# fraction of a second on one core and the whole grid fits ~20 minutes.
+_BENCHMARK_REGION_NODES = {"luxembourg-osm": 10_000, "facebook": 6_000}
+
+
+def benchmark_graphs(seed: int = 1, names: Iterable[str] | None = None
+                     ) -> Iterator[SuiteGraph]:
+    """Evaluation graphs, one per family, none of them used to train the cost models.
+
+    Citation: Cora (whole). Road: a 10,000-node breadth-first region of luxembourg-osm.
+    Social / power-law: a 6,000-node region of MUSAE Facebook, and an R-MAT scale-13
+    graph (a seed the profile does not use). Dense: the Mycielski-11 graph. Without the
+    datasets folder a shuffled 170x170 grid stands in for the road graph.
+
+    Args:
+        seed: generator and region seed.
+        names: build only these (default: all).
+    """
+    wanted = None if names is None else set(names)
+
+    def want(name: str) -> bool:
+        return wanted is None or name in wanted
+
+    if want("cora") and (graph := real_graph("cora")) is not None:
+        yield "cora", "citation", graph
+    for name, family in (("luxembourg-osm", "road"), ("facebook", "social")):
+        if want(name) and (graph := real_graph(name)) is not None:
+            yield (f"{name}-{_BENCHMARK_REGION_NODES[name] // 1000}k", family,
+                   _ball(graph, _BENCHMARK_REGION_NODES[name], seed))
+    if want("rmat-s13") or want("rmat-s13-b"):
+        yield "rmat-s13-b", "power-law", _undirected(*_coo(rmat(13, 60_000, seed=seed + 100)),
+                                                     2 ** 13)
+    if want("mycielski-11"):
+        yield "mycielski-11", "dense", _mycielski(11)
+    if shared_datasets_dir() is None and want("grid-170"):
+        yield "grid-170", "road", grid_2d(170, 170, shuffle=True, seed=seed)
 
 
 def _coo(graph: Graph) -> tuple[np.ndarray, np.ndarray]:

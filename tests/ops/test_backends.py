@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import gnnforge.ops as ops
+from gnnforge import BipartiteGraph
 from ._backends import CPU_FAST
 
 FAST = [*CPU_FAST, "torch"]
@@ -110,6 +111,22 @@ def test_empty_graph_gives_zeros(empty_graph, backend):
             assert torch.equal(ops.gspmm(empty_graph, "copy_lhs", reduce, x), torch.zeros(6, 3))
         assert ops.u_dot_v(empty_graph, x, x).shape == (0, 1)
         assert ops.edge_softmax(empty_graph, torch.zeros(0, 2)).shape == (0, 2)
+
+
+@pytest.mark.parametrize("backend", FAST)
+@pytest.mark.parametrize(("num_src", "num_dst"), [(0, 4), (3, 0), (0, 0)])
+def test_edgeless_bipartite_forward_and_backward(backend, num_src, num_dst):
+    """No edges and an empty side: zeros forward, zero gradients back, no indexing error."""
+    empty = torch.zeros(0, dtype=torch.int64)
+    graph = BipartiteGraph(empty, empty, num_src_nodes=num_src, num_dst_nodes=num_dst)
+    x = torch.randn(num_src, 5, requires_grad=True)
+    weight = torch.randn(0, requires_grad=True)
+    with ops.use_backend(backend):
+        out = ops.u_mul_e_sum(graph, x, weight) + ops.copy_u_sum(graph, x)
+        out.sum().backward()
+    assert torch.equal(out, torch.zeros(num_dst, 5))
+    assert torch.equal(x.grad, torch.zeros(num_src, 5))
+    assert weight.grad.shape == (0,)
 
 
 @pytest.mark.parametrize("backend", FAST)

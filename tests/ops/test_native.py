@@ -188,3 +188,26 @@ def test_output_past_the_cache_takes_the_streaming_store_path(reduce):
         x = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(4))
         actual, expected = _both(lambda: ops.gspmm(graph, "copy_lhs", reduce, x))
         _assert_close(actual, expected, graph, x.abs().max())
+
+
+@pytest.mark.parametrize("width", [16, 40, 256])
+def test_multi_threaded_calls_equal_the_reference(width):
+    # Enough work for the parallel paths (equal-work row chunks; the column-split
+    # max/min gradient scatter) on two threads, whatever the machine's default.
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        graph = _hub_graph(11, num_nodes=3_000, num_edges=30_000)
+        x = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(5))
+        leaf = x.requires_grad_()
+        grad = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(6))
+        for reduce in REDUCES:
+            results = []
+            for backend in ("reference", "native"):
+                with ops.use_backend(backend):
+                    out = ops.gspmm(graph, "copy_lhs", reduce, leaf)
+                    results.append((out, *torch.autograd.grad(out, leaf, grad)))
+            _assert_close(results[1][0], results[0][0], graph, x.detach().abs().max())
+            _assert_close(results[1][1], results[0][1], graph, grad.abs().max())
+    finally:
+        torch.set_num_threads(previous)

@@ -27,10 +27,13 @@ def _dataset(num_graphs, seed):
 
 @settings(max_examples=12, deadline=None)
 @given(num_graphs=st.integers(1, 60), seed=st.integers(0, 10**6),
-       cap=st.one_of(st.none(), st.integers(1, 8)), method=st.sampled_from(["lpfhp", "spfhp"]))
-def test_epoch_round_trip_and_fixed_shapes(num_graphs, seed, cap, method):
+       cap=st.one_of(st.none(), st.integers(1, 8)), method=st.sampled_from(["lpfhp", "spfhp"]),
+       refine=st.sampled_from([0.0, 1.0]))
+def test_epoch_round_trip_and_fixed_shapes(num_graphs, seed, cap, method, refine):
     graphs = _dataset(num_graphs, seed)
-    loader = PackedLoader(graphs, max_graphs_per_pack=cap, method=method, seed=seed)
+    loader = PackedLoader(graphs, max_graphs_per_pack=cap, method=method, seed=seed,
+                          refine=refine)
+    assert (loader.plan.lp is not None) == bool(refine)
     for _ in range(2):  # two epochs, different shuffles
         shapes, seen = set(), []
         for batch in loader:
@@ -61,7 +64,7 @@ def test_epochs_reshuffle_and_are_seeded():
     assert first != [p.tolist() for p in a.epoch_packs(1)]
     # Same pack shapes every epoch: only which graph fills a place changes.
     sizes = np.array([(g.num_nodes, g.num_edges) for g in graphs])
-    shape = lambda packs: sorted(sorted(map(tuple, sizes[p])) for p in packs)  # noqa: E731
+    shape = lambda packs: sorted(sorted(map(tuple, sizes[p])) for p in packs)
     assert shape(a.epoch_packs(0)) == shape(a.epoch_packs(3))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gnnforge.packing import size_histogram
-from gnnforge.packing._report import packing_report
+from gnnforge.packing._report import REPORT_ROWS, packing_report
 from gnnforge.packing._search import search_limits
 
 
@@ -48,8 +48,13 @@ def test_report_rows_and_skipped_sources(sizes):
     lines = []
     packing_report({"toy": lambda: sizes, "absent": missing}, 256, lines.append)
     rows = [line for line in lines if line.startswith("| toy |")]
-    assert len(rows) == 12
+    assert len(rows) == len(REPORT_ROWS)
     assert any("lpfhp+improve" in row for row in rows)
+    refined = [row.split(" | ") for row in rows if "lpfhp+refine" in row]
+    assert len(refined) == 1
+    packs, ceil_bound, lp_bound = (int(refined[0][i].replace(",", "").split()[0])
+                                   for i in (8, 9, 11))
+    assert ceil_bound <= lp_bound <= packs
     assert lines[-1] == "skipped absent: no such corpus here"
 
 
@@ -63,6 +68,9 @@ def test_cli_plan_and_search(tmp_path, capsys, monkeypatch):
     assert main(["pack", "--source", str(path), "--max-graphs", "8"]) == 0
     out = capsys.readouterr().out
     assert "100 graphs" in out and "lpfhp (product)" in out and "gap" in out
+    assert main(["pack", "--source", str(path), "--max-graphs", "8", "--refine", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "LP refinement: bound" in out and "above the proven bound" in out
     plot = tmp_path / "h.png"
     assert main(["pack", "--source", str(path), "--search", "--node-factors", "1", "2",
                  "--edge-factors", "1", "2", "--plot", str(plot)]) == 0

@@ -127,3 +127,4 @@ def test_explain_lists_every_tree_and_verdict():
     text = explain(LAYER_EXPRESSIONS["gcn"]())
     assert "4 compositions enumerated, 4 kept" in text
     assert text.count("KEPT") == 4 and "spmm_u(f=I)" in text
+    assert text.count("the default: costed for every width") == 1

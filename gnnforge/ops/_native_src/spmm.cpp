@@ -13,9 +13,11 @@
 // Rows are split into chunks of equal work (in-edges + 1 per row) by binary search, run
 // by OpenMP: the same libgomp torch loaded (same soname), so one thread pool.
 
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
+#include <vector>
 #include <sys/mman.h>
 #ifdef __AVX__
 #include <immintrin.h>
@@ -39,7 +41,10 @@ template <> struct Vec<double> {
 
 constexpr int kMaxVectors = 8;          // sum/mean: 8 accumulators, 8 registers to load into
 constexpr int kMaxExtremeVectors = 4;   // max/min with arg: value + arg accumulators
-constexpr int kPrefetchDistance = 8;    // edges ahead
+#ifndef GF_PREFETCH_DISTANCE
+#define GF_PREFETCH_DISTANCE 16
+#endif
+constexpr int kPrefetchDistance = GF_PREFETCH_DISTANCE;  // edges ahead
 constexpr int64_t kTileBytes = 16 * 1024;
 
 template <class T>
@@ -117,11 +122,12 @@ inline void prefetch_row(const T* row, int64_t bytes) {
 
 // ------------------------------------------------------------------------- sum / mean
 
-// out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] for j in [begin, end).
-template <class T, class I, int NV>
+// out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] (times weight[index[j]] when kW) for
+// j in [begin, end).
+template <class T, class I, int NV, bool kW>
 inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
                       int64_t c0, T* out_row, bool accumulate, bool prefetch, T scale,
-                      bool streaming) {
+                      bool streaming, const T* weight) {
   typedef typename Vec<T>::type V;
   constexpr int L = Vec<T>::size;
   V acc[NV];
@@ -131,7 +137,12 @@ inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, in
       prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width,
                    width * static_cast<int64_t>(sizeof(T)));
     const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
-    for (int k = 0; k < NV; ++k) acc[k] += load<T>(row + k * L);
+    if (kW) {
+      const V w = splat<T>(weight[index[j]]);
+      for (int k = 0; k < NV; ++k) acc[k] += load<T>(row + k * L) * w;
+    } else {
+      for (int k = 0; k < NV; ++k) acc[k] += load<T>(row + k * L);
+    }
   }
   if (streaming) {
     for (int k = 0; k < NV; ++k) stream(out_row + c0 + k * L, acc[k] * splat<T>(scale));
@@ -140,49 +151,76 @@ inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, in
   }
 }
 
-template <class T, class I>
+template <class T, class I, bool kW>
 inline void sum_tail(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                     int64_t c0, T* out_row, bool accumulate, T scale) {
+                     int64_t c0, T* out_row, bool accumulate, T scale, const T* weight) {
   T acc[Vec<T>::size];
   const int64_t count = width - c0;
   for (int64_t c = 0; c < count; ++c) acc[c] = accumulate ? out_row[c0 + c] : T(0);
   for (int64_t j = begin; j < end; ++j) {
     const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
-    for (int64_t c = 0; c < count; ++c) acc[c] += row[c];
+    const T w = kW ? weight[index[j]] : T(1);
+    for (int64_t c = 0; c < count; ++c) acc[c] += kW ? row[c] * w : row[c];
   }
   for (int64_t c = 0; c < count; ++c) out_row[c0 + c] = acc[c] * scale;
 }
 
-template <class T, class I>
+template <class T, class I, bool kW>
 void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-               T* out_row, bool accumulate, T scale, bool streaming) {
+               T* out_row, bool accumulate, T scale, bool streaming, const T* weight) {
   constexpr int L = Vec<T>::size;
   int64_t c0 = 0;
   bool prefetch = true;  // the first block's pass brings each whole row in
   while (width - c0 >= L) {
     const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxVectors);
     switch (vectors) {
-#define GF_CASE(n) case n: sum_block<T, I, n>(index, begin, end, x, width, c0, out_row, \
-                                              accumulate, prefetch, scale, \
-                                              streaming); break;
+#define GF_CASE(n) case n: sum_block<T, I, n, kW>(index, begin, end, x, width, c0, out_row, \
+                                                  accumulate, prefetch, scale, streaming, \
+                                                  weight); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4) GF_CASE(5) GF_CASE(6) GF_CASE(7) GF_CASE(8)
 #undef GF_CASE
     }
     prefetch = false;
     c0 += vectors * L;
   }
-  if (c0 < width) sum_tail<T, I>(index, begin, end, x, width, c0, out_row, accumulate, scale);
+  if (c0 < width)
+    sum_tail<T, I, kW>(index, begin, end, x, width, c0, out_row, accumulate, scale, weight);
 }
 
-template <class T, class I>
+// Rows [first, last) when the width is exactly NV vectors: the block dispatch is hoisted
+// out of the row loop, which matters for low-degree graphs (Pubmed: 4.5 in-edges a row).
+template <class T, class I, int NV, bool kW>
+void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t first,
+                    int64_t last, bool mean, bool streaming, const T* weight) {
+  constexpr int64_t width = NV * Vec<T>::size;
+  for (int64_t v = first; v < last; ++v) {
+    const int64_t begin = ptr[v], end = ptr[v + 1];
+    const T scale = mean && end > begin ? T(1) / T(end - begin) : T(1);
+    sum_block<T, I, NV, kW>(index, begin, end, x, width, 0, out + v * width, false, true, scale,
+                            streaming, weight);
+  }
+}
+
+// out[v] = sum (mean) over entries j of row v of x[index[j]] (times weight[index[j]]).
+template <class T, class I, bool kW = false>
 void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, int64_t width,
-              bool mean, int threads) {
+              bool mean, int threads, const T* weight = nullptr) {
   const int64_t tile = std::max<int64_t>(1, kTileBytes / (width * static_cast<int64_t>(sizeof(T))));
   const bool tiled = width > kMaxVectors * Vec<T>::size;
   // Streaming stores need whole aligned vectors in every row (no scalar tail).
   const bool streaming = rows * width * static_cast<int64_t>(sizeof(T)) >= kStreamBytes &&
                          width % Vec<T>::size == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0;
+  const int64_t exact = width % Vec<T>::size == 0 ? width / Vec<T>::size : 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
+    switch (exact) {
+#define GF_CASE(n) case n: sum_rows_exact<T, I, n, kW>(ptr, index, x, out, first, last, mean, \
+                                                       streaming, weight); \
+                           if (streaming) stream_fence(); \
+                           return;
+      GF_CASE(1) GF_CASE(2) GF_CASE(4) GF_CASE(8)
+#undef GF_CASE
+      default: break;
+    }
     for (int64_t v = first; v < last; ++v) {
       const int64_t begin = ptr[v], end = ptr[v + 1];
       T* out_row = out + v * width;
@@ -192,13 +230,14 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
       }
       const T scale = mean ? T(1) / T(end - begin) : T(1);
       if (!tiled) {
-        sum_edges<T, I>(index, begin, end, x, width, out_row, false, scale, streaming);
+        sum_edges<T, I, kW>(index, begin, end, x, width, out_row, false, scale, streaming,
+                            weight);
         continue;
       }
       for (int64_t j = begin; j < end; j += tile) {
         const int64_t stop = std::min(end, j + tile);
-        sum_edges<T, I>(index, j, stop, x, width, out_row, j != begin,
-                        stop == end ? scale : T(1), streaming && stop == end);
+        sum_edges<T, I, kW>(index, j, stop, x, width, out_row, j != begin,
+                            stop == end ? scale : T(1), streaming && stop == end, weight);
       }
     }
     if (streaming) stream_fence();
@@ -207,25 +246,36 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
 
 // ------------------------------------------------------------------------- max / min
 
+// out/arg[v, c0:c0+NV*L] = max (min) of x[index[j], same] over j in [begin, end) and the
+// winning index; when `accumulate`, the running result already in out/arg takes part.
 template <class T, class I, int NV, bool kMax, bool kArg>
 inline void extreme_block(const I* index, int64_t begin, int64_t end, const T* x,
-                          int64_t width, int64_t c0, T* out_row, int64_t* arg_row) {
+                          int64_t width, int64_t c0, T* out_row, int64_t* arg_row,
+                          bool accumulate, bool prefetch) {
   typedef typename Vec<T>::type V;
   typedef typename Vec<T>::itype IV;
   typedef typename Vec<T>::lane_index Lane;
   constexpr int L = Vec<T>::size;
   V acc[NV];
   IV who[NV];
-  {
+  if (accumulate) {
+    for (int k = 0; k < NV; ++k) {
+      acc[k] = load<T>(out_row + c0 + k * L);
+      IV previous = {};
+      if (kArg) for (int i = 0; i < L; ++i) previous[i] = static_cast<Lane>(arg_row[c0 + k * L + i]);
+      who[k] = previous;
+    }
+  } else {
     const Lane first = static_cast<Lane>(index[begin]);
     const T* row = x + static_cast<int64_t>(index[begin]) * width + c0;
     for (int k = 0; k < NV; ++k) {
       acc[k] = load<T>(row + k * L);
       who[k] = fill<IV, Lane>(first);
     }
+    ++begin;
   }
-  for (int64_t j = begin + 1; j < end; ++j) {
-    if (j + kPrefetchDistance < end && c0 == 0)
+  for (int64_t j = begin; j < end; ++j) {
+    if (prefetch && j + kPrefetchDistance < end)
       prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width,
                    width * static_cast<int64_t>(sizeof(T)));
     const Lane source = static_cast<Lane>(index[j]);
@@ -245,11 +295,19 @@ inline void extreme_block(const I* index, int64_t begin, int64_t end, const T* x
 
 template <class T, class I, bool kMax, bool kArg>
 inline void extreme_tail(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                         int64_t c0, T* out_row, int64_t* arg_row) {
+                         int64_t c0, T* out_row, int64_t* arg_row, bool accumulate) {
   for (int64_t c = c0; c < width; ++c) {
-    T best = x[static_cast<int64_t>(index[begin]) * width + c];
-    int64_t who = index[begin];
-    for (int64_t j = begin + 1; j < end; ++j) {
+    int64_t j = begin;
+    T best;
+    int64_t who = 0;
+    if (accumulate) {
+      best = out_row[c];
+      if (kArg) who = arg_row[c];
+    } else {
+      best = x[static_cast<int64_t>(index[j]) * width + c];
+      who = index[j++];
+    }
+    for (; j < end; ++j) {
       const T value = x[static_cast<int64_t>(index[j]) * width + c];
       if (kMax ? value > best : value < best) { best = value; who = index[j]; }
     }
@@ -259,26 +317,37 @@ inline void extreme_tail(const I* index, int64_t begin, int64_t end, const T* x,
 }
 
 template <class T, class I, bool kMax, bool kArg>
-void extreme_row(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                 T* out_row, int64_t* arg_row) {
+void extreme_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
+                   T* out_row, int64_t* arg_row, bool accumulate) {
   constexpr int L = Vec<T>::size;
   int64_t c0 = 0;
+  bool prefetch = true;  // the first block's pass brings each whole row in
   while (width - c0 >= L) {
     const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxExtremeVectors);
     switch (vectors) {
 #define GF_CASE(n) case n: extreme_block<T, I, n, kMax, kArg>(index, begin, end, x, width, c0, \
-                                                               out_row, arg_row); break;
+                                                               out_row, arg_row, accumulate, \
+                                                               prefetch); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4)
 #undef GF_CASE
     }
+    prefetch = false;
     c0 += vectors * L;
   }
-  if (c0 < width) extreme_tail<T, I, kMax, kArg>(index, begin, end, x, width, c0, out_row, arg_row);
+  if (c0 < width)
+    extreme_tail<T, I, kMax, kArg>(index, begin, end, x, width, c0, out_row, arg_row, accumulate);
 }
 
+// Wide rows (more than one register block) walk their in-edges in L1-sized tiles, as in
+// spmm_sum, so every block after the first re-reads the gathered rows from L1.
 template <class T, class I, bool kMax, bool kArg>
 void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg, int64_t rows,
                   int64_t width, int threads) {
+  const bool tiled = width > kMaxExtremeVectors * Vec<T>::size;
+  const int64_t tile = tiled ? std::max<int64_t>(
+      1, kTileBytes / (width * static_cast<int64_t>(sizeof(T)))) : INT64_MAX;
+  // Widths of exactly 1, 2 or 4 vectors: the block dispatch is hoisted out of the row loop.
+  const int64_t exact = !tiled && width % Vec<T>::size == 0 ? width / Vec<T>::size : 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
     for (int64_t v = first; v < last; ++v) {
       const int64_t begin = ptr[v], end = ptr[v + 1];
@@ -289,7 +358,18 @@ void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg
         if (kArg) std::fill(arg_row, arg_row + width, int64_t(-1));
         continue;
       }
-      extreme_row<T, I, kMax, kArg>(index, begin, end, x, width, out_row, arg_row);
+      switch (exact) {
+#define GF_CASE(n) case n: extreme_block<T, I, n, kMax, kArg>(index, begin, end, x, width, 0, \
+                                                               out_row, arg_row, false, true); \
+                           continue;
+        GF_CASE(1) GF_CASE(2) GF_CASE(4)
+#undef GF_CASE
+        default: break;
+      }
+      for (int64_t j = begin; j < end; j += std::min(tile, end - j)) {
+        const int64_t stop = end - j > tile ? j + tile : end;
+        extreme_edges<T, I, kMax, kArg>(index, j, stop, x, width, out_row, arg_row, j != begin);
+      }
     }
   });
 }
@@ -297,44 +377,60 @@ void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, int64_t* arg
 // ------------------------------------------------------------------------- gradients
 
 // Gradient of copy_u mean: out[u] = sum over CSC entries j of u of grad[row[j]] / deg(row[j]),
-// deg read from the forward CSR row pointer.
+// deg read from the forward CSR row pointer: the weighted sum kernel over the CSC.
 template <class T, class I>
 void mean_grad(const I* colptr, const I* row, const I* rowptr, const T* grad, T* out,
-               int64_t num_src, int64_t width, int threads) {
-  typedef typename Vec<T>::type V;
-  constexpr int L = Vec<T>::size;
-  parallel_rows(colptr, num_src, threads, [&](int64_t first, int64_t last) {
-    for (int64_t u = first; u < last; ++u) {
-      T* out_row = out + u * width;
-      const int64_t begin = colptr[u], end = colptr[u + 1];
-      for (int64_t c0 = 0; c0 < width; c0 += kMaxVectors * L) {
-        const int64_t span = std::min<int64_t>(width - c0, kMaxVectors * L);
-        const int64_t vectors = span / L;
-        V acc[kMaxVectors];
-        T tail[Vec<T>::size];
-        for (int k = 0; k < kMaxVectors; ++k) acc[k] = splat<T>(0);
-        for (int c = 0; c < L; ++c) tail[c] = 0;
-        for (int64_t j = begin; j < end; ++j) {
-          const int64_t v = row[j];
-          const T scale = T(1) / T(rowptr[v + 1] - rowptr[v]);
-          const V s = splat<T>(scale);
-          const T* g = grad + v * width + c0;
-          for (int k = 0; k < vectors; ++k) acc[k] += load<T>(g + k * L) * s;
-          for (int64_t c = vectors * L; c < span; ++c) tail[c - vectors * L] += g[c] * scale;
-        }
-        for (int k = 0; k < vectors; ++k) store<T>(out_row + c0 + k * L, acc[k]);
-        for (int64_t c = vectors * L; c < span; ++c) out_row[c0 + c] = tail[c - vectors * L];
-      }
-    }
-  });
+               int64_t num_src, int64_t num_dst, int64_t width, int threads) {
+  std::vector<T> inverse(num_dst);
+  for (int64_t v = 0; v < num_dst; ++v) {
+    const int64_t degree = rowptr[v + 1] - rowptr[v];
+    inverse[v] = degree ? T(1) / T(degree) : T(0);
+  }
+  spmm_sum<T, I, true>(colptr, row, grad, out, num_src, width, false, threads, inverse.data());
 }
 
-// Gradient of copy_u max/min: out[u, f] = sum of grad[v, f] over distinct out-neighbours v
-// of u whose recorded winner arg[v, f] is u (CSC lists destinations ascending, so repeats
-// of a multi-edge are adjacent and skipped).
+// Gradient of copy_u max/min: out[u, f] = sum of grad[v, f] over the outputs (v, f) whose
+// recorded winner arg[v, f] is u (-1: row without in-edges, no contribution).
+//
+// Scatter by feature columns: thread t owns a contiguous range of whole cache lines of
+// columns and walks arg/grad once, in order, adding grad[v, f] into out[arg[v, f], f]; the
+// ranges are disjoint, so no atomics. This reads M x F (arg, grad) once instead of E x F
+// for a pull over the CSC, and the winners of one row v are among its few in-neighbours,
+// so the writes hit a few rows at a time. Used when every thread gets at least one cache
+// line of columns; narrower rows use the CSC pull below.
+template <class T>
+void extreme_grad_scatter(const int64_t* arg, const T* grad, T* out, int64_t num_dst,
+                          int64_t num_src, int64_t width, int threads) {
+  constexpr int64_t line = 64 / sizeof(T);
+  const int64_t lines = (width + line - 1) / line;
+  const int blocks = static_cast<int>(std::min<int64_t>(std::max(threads, 1), lines));
+#pragma omp parallel for schedule(static) num_threads(blocks) if (blocks > 1)
+  for (int block = 0; block < blocks; ++block) {
+    const int64_t f0 = std::min(width, lines * block / blocks * line);
+    const int64_t f1 = std::min(width, lines * (block + 1) / blocks * line);
+    for (int64_t u = 0; u < num_src; ++u)
+      std::memset(out + u * width + f0, 0, (f1 - f0) * sizeof(T));
+    for (int64_t v = 0; v < num_dst; ++v) {
+      const int64_t* a = arg + v * width;
+      const T* g = grad + v * width;
+      for (int64_t f = f0; f < f1; ++f) {
+        const int64_t u = a[f];
+        if (u >= 0) out[u * width + f] += g[f];
+      }
+    }
+  }
+}
+
+// The CSC pull for narrow rows: out[u, f] = sum of grad[v, f] over distinct out-neighbours
+// v of u whose winner arg[v, f] is u (CSC lists destinations ascending, so repeats of a
+// multi-edge are adjacent and skipped).
 template <class T, class I>
 void extreme_grad(const I* colptr, const I* row, const int64_t* arg, const T* grad, T* out,
-                  int64_t num_src, int64_t width, int threads) {
+                  int64_t num_src, int64_t num_dst, int64_t width, int threads) {
+  if (width * static_cast<int64_t>(sizeof(T)) >= 64 * static_cast<int64_t>(threads)) {
+    extreme_grad_scatter<T>(arg, grad, out, num_dst, num_src, width, threads);
+    return;
+  }
   parallel_rows(colptr, num_src, threads, [&](int64_t first, int64_t last) {
     for (int64_t u = first; u < last; ++u) {
       T* out_row = out + u * width;
@@ -376,7 +472,7 @@ void spmm_copy(const void* ptr, const void* index, const void* x, void* out, int
 
 extern "C" {
 
-int gf_abi_version() { return 1; }
+int gf_abi_version() { return 3; }
 
 // reduce: 0 sum, 1 mean, 2 max, 3 min. arg: [rows, width] int64 or null (max/min only).
 // dtype: 0 float32, 1 float64. index64: 0 int32 ptr/index, 1 int64.
@@ -391,10 +487,10 @@ void gf_spmm_copy(int dtype, int index64, const void* ptr, const void* index, co
 
 void gf_mean_grad(int dtype, int index64, const void* colptr, const void* row,
                   const void* rowptr, const void* grad, void* out, int64_t num_src,
-                  int64_t width, int threads) {
+                  int64_t num_dst, int64_t width, int threads) {
 #define GF_ARGS(T, I) static_cast<const I*>(colptr), static_cast<const I*>(row), \
     static_cast<const I*>(rowptr), static_cast<const T*>(grad), static_cast<T*>(out), \
-    num_src, width, threads
+    num_src, num_dst, width, threads
   if (dtype == 0 && !index64) mean_grad<float, int32_t>(GF_ARGS(float, int32_t));
   else if (dtype == 0) mean_grad<float, int64_t>(GF_ARGS(float, int64_t));
   else if (!index64) mean_grad<double, int32_t>(GF_ARGS(double, int32_t));
@@ -404,9 +500,9 @@ void gf_mean_grad(int dtype, int index64, const void* colptr, const void* row,
 
 void gf_extreme_grad(int dtype, int index64, const void* colptr, const void* row,
                      const int64_t* arg, const void* grad, void* out, int64_t num_src,
-                     int64_t width, int threads) {
+                     int64_t num_dst, int64_t width, int threads) {
 #define GF_ARGS(T, I) static_cast<const I*>(colptr), static_cast<const I*>(row), arg, \
-    static_cast<const T*>(grad), static_cast<T*>(out), num_src, width, threads
+    static_cast<const T*>(grad), static_cast<T*>(out), num_src, num_dst, width, threads
   if (dtype == 0 && !index64) extreme_grad<float, int32_t>(GF_ARGS(float, int32_t));
   else if (dtype == 0) extreme_grad<float, int64_t>(GF_ARGS(float, int64_t));
   else if (!index64) extreme_grad<double, int32_t>(GF_ARGS(double, int32_t));

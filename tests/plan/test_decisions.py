@@ -1,0 +1,233 @@
+"""Decision rules: the default is always a candidate, the margin keeps it unless a gain is
+predicted beyond the models' measured error, the per-layer fixed cost, calibration."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gnnforge.data import grid_2d, rmat
+from gnnforge.graph import Graph
+from gnnforge.nn import GATConv, GCNConv
+from gnnforge.plan import candidates, choose, default_composition, layer_candidates, optimize
+from gnnforge.plan._calibrate import (decision_errors, decision_margin, layer_overheads,
+                                      time_plans)
+from gnnforge.plan._explain import LAYER_EXPRESSIONS
+from gnnforge.plan._prune import regime_of
+from gnnforge.plan._suite import _ball, profile_graph_names, profile_graphs
+
+
+class RateModel:
+    """Seconds = work x a per-primitive rate (its optimum is computable by hand)."""
+
+    rates = dict(gemm=1e-11, spmm_u=1e-9, spmm_w=3e-9, spmm_att=3e-9, sddmm=2e-9,
+                 edge_softmax=4e-9, rowbcast=5e-10, elementwise=5e-10)
+
+    def __init__(self, margin: float = 0.0, overhead: float = 0.0):
+        self.decision_margin = margin
+        self.overhead = overhead
+
+    def predict_many(self, names, rows, works):
+        return np.asarray(works) * np.asarray([self.rates[n] for n in names])
+
+    def layer_overhead(self, layer, training):
+        return self.overhead
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("layer", sorted(LAYER_EXPRESSIONS))
+@pytest.mark.parametrize("widths", [(32, 256), (256, 32), (64, 64), (None, None)])
+def test_the_default_plan_is_never_pruned_away(layer, widths):
+    expression = LAYER_EXPRESSIONS[layer]()
+    plans = candidates(expression, *widths)
+    assert plans[0] == default_composition(expression)
+    assert len(set(plans)) == len(plans)
+
+
+def test_gcn_and_gat_keep_the_default_where_pruning_says_it_cannot_win():
+    # Pruning annotates projection-first as "wins only when in > out"; for 32 -> 256 the
+    # regime rule alone would have dropped it, although on Cora it measured faster.
+    for layer in (GCNConv(32, 256), GATConv(32, 256)):
+        expression = layer.plan_expression()
+        assert regime_of(32, 256) == "in<out"
+        plans = layer_candidates(layer)
+        assert plans[0] == default_composition(expression) and len(plans) >= 2
+
+
+def test_choose_leaves_the_default_only_beyond_the_margin():
+    plans = ["default", "a", "b"]
+    assert choose(plans, [1.0, 0.8, 0.9]) == "a"
+    assert choose(plans, [1.0, 0.8, 0.9], margin=math.log(1.3)) == "default"
+    assert choose(plans, [1.0, 0.7, 0.9], margin=math.log(1.3)) == "a"
+    assert choose(plans, [1.0, 1.2, 1.1], margin=0.5) == "default"
+    assert choose(plans, [1.0, 1.0, 1.0]) == "default"  # a tie keeps the default
+    with pytest.raises(ValueError, match="margin"):
+        choose(plans, [1.0, 0.5, 0.5], margin=-0.1)
+    with pytest.raises(ValueError, match="as many costs"):
+        choose(plans, [1.0, 0.5])
+
+
+def test_optimize_applies_the_cost_models_margin():
+    graph = rmat(8, 2000, seed=3)
+    free = optimize(GCNConv(16, 256), graph, training=False, cost_model=RateModel())
+    decision = free.decisions[0]
+    costs = dict(decision.costs)
+    gain = math.log(costs[decision.default] / costs[decision.chosen])
+    assert decision.chosen != decision.default and gain > 0
+    below = optimize(GCNConv(16, 256), graph, training=False,
+                     cost_model=RateModel(margin=gain * 1.01))
+    assert below.decisions[0].chosen == below.decisions[0].default
+    assert below.margin == pytest.approx(gain * 1.01) and "predicted gain above" in str(below)
+    above = optimize(GCNConv(16, 256), graph, training=False,
+                     cost_model=RateModel(margin=gain * 0.99))
+    assert above.decisions[0].chosen == decision.chosen
+    forced = optimize(GCNConv(16, 256), graph, training=False,
+                      cost_model=RateModel(margin=gain * 1.01), margin=0.0)
+    assert forced.decisions[0].chosen == decision.chosen
+
+
+def test_layer_overhead_is_added_to_every_candidate():
+    graph = grid_2d(6, 6)
+    plain = dict(optimize(GCNConv(8, 8), graph, cost_model=RateModel()).decisions[0].costs)
+    fixed = dict(optimize(GCNConv(8, 8), graph,
+                          cost_model=RateModel(overhead=1e-3)).decisions[0].costs)
+    assert plain.keys() == fixed.keys()
+    for plan, cost in plain.items():
+        assert fixed[plan] == pytest.approx(cost + 1e-3)
+
+
+def test_shipped_cost_model_exposes_margin_and_overheads():
+    from gnnforge.plan import CostModel
+
+    model = CostModel.load()
+    assert model.decision_margin >= 0
+    assert model.layer_overhead("NoSuchLayer", True) == 0.0
+    empty = CostModel(model.models, {})
+    assert empty.decision_margin == 0.0 and empty.layer_overhead("GCNConv", False) == 0.0
+
+
+def test_time_plans_interleaves_and_restores_the_plan():
+    graph = grid_2d(5, 5)
+    layer = GCNConv(4, 8)
+    plans = layer_candidates(layer)
+    x = torch.randn(graph.num_nodes, 4, requires_grad=True)
+    first, times = time_plans(layer, graph, x, True, plans, samples=3)
+    assert set(first) == set(times) == set(plans)
+    assert all(len(t) == 3 and min(t) > 0 for t in times.values())
+    assert layer.plan is None and x.grad is None
+    with pytest.raises(ValueError, match="samples"):
+        time_plans(layer, graph, x, False, plans, samples=0)
+    _, more = time_plans(layer, graph, x, False, plans, samples=2, min_seconds=60.0,
+                         max_samples=7)
+    assert all(len(t) == 7 for t in more.values())  # capped: a tiny layer never reaches 60 s
+
+
+def test_decision_errors_and_margin_on_tiny_graphs():
+    graphs = [("grid", grid_2d(6, 6)), ("rmat", rmat(6, 200, seed=2))]
+    records = decision_errors(RateModel(), graphs, widths=((8, 32), (32, 32)), samples=2,
+                              progress=False, min_seconds=0.0)
+    # per graph x width x mode: GCN 8->32 has 2 non-default candidates, 32->32 has 3;
+    # GAT has 1 alternative in both regimes
+    assert len(records) == 2 * 2 * ((2 + 1) + (3 + 1))
+    assert all(math.isfinite(r["predicted_gain"]) and math.isfinite(r["measured_gain"])
+               for r in records)
+    assert decision_margin(records) >= 0
+    with pytest.raises(ValueError, match="no calibration records"):
+        decision_margin([])
+
+
+def _record(config, predicted, measured):
+    return dict(graph=config, layer="GCNConv", widths=[8, 8], training=False,
+                predicted_gain=predicted, measured_gain=measured)
+
+
+def test_decision_margin_is_the_largest_predicted_gain_that_lost():
+    records = [
+        _record("a", 0.9, 0.5), _record("a", 0.3, -0.4),   # a's pick (0.9) won: no constraint
+        _record("b", 0.4, -0.2), _record("b", 0.1, 0.2),   # b's pick lost 18%: margin >= 0.4
+        _record("c", 0.2, math.log(0.97)),                 # lost 3%, within the 5% tolerance
+        _record("d", -0.1, -0.5),                          # never leaves the default
+    ]
+    assert decision_margin(records) == pytest.approx(0.4)
+    assert decision_margin(records, tolerance=0.01) == pytest.approx(0.4)
+    assert decision_margin(records[:2] + records[4:]) == 0.0
+    # with the margin, no configuration's pick loses more than the tolerance
+    margin = decision_margin(records)
+    for config in "abcd":
+        pick = max((r for r in records if r["graph"] == config),
+                   key=lambda r: r["predicted_gain"])
+        gain = pick["measured_gain"] if pick["predicted_gain"] > margin else 0.0
+        assert gain >= math.log(0.95)
+
+
+def test_layer_overheads_cover_every_planned_layer_and_mode():
+    overheads = layer_overheads(samples=1)
+    assert set(overheads) == {"GCNConv", "GATConv", "GATv2Conv", "SGConv", "TAGConv"}
+    assert all(set(m) == {"infer", "train"} and min(m.values()) > 0 for m in overheads.values())
+
+
+def test_profile_graphs_by_name():
+    assert list(profile_graph_names())[:2] == ["rmat-s11", "rmat-s13"]
+    (name, family, graph), = profile_graphs(names=["grid-60"])
+    assert (name, family, graph.num_nodes) == ("grid-60", "road", 3600)
+    with pytest.raises(ValueError, match="unknown names"):
+        list(profile_graphs(names=["nope"]))
+
+
+def test_ball_is_a_connected_region_of_the_requested_size():
+    import scipy.sparse.csgraph
+
+    graph = grid_2d(30, 30, shuffle=True, seed=0)
+    region = _ball(graph, 100, seed=1)
+    assert region.num_nodes == 100
+    adjacency = torch.zeros(100, 100)
+    adjacency[region.src, region.dst] = 1
+    count, _ = scipy.sparse.csgraph.connected_components(adjacency.numpy(), directed=False)
+    assert count == 1
+    assert _ball(graph, 10_000, seed=1) is graph
+    # a graph of two components: the region restarts in the other one
+    two = Graph(torch.tensor([0, 1, 2, 3]), torch.tensor([1, 0, 3, 2]), 4)
+    assert _ball(two, 3, seed=0).num_nodes == 3
+
+
+def test_profile_cli_chunks_then_fits_from_several_record_files(tmp_path, capsys):
+    pytest.importorskip("xgboost")
+    import json
+
+    from gnnforge.cli import main
+    from gnnforge.plan import CostModel
+    from gnnforge.plan._profile import ProfileConfig, collect
+
+    config = ProfileConfig(widths=(8, 16), heads=(1, 2), repeats=1)
+    chunks = [collect([("grid", "road", grid_2d(6, 6))], config, progress=False),
+              collect([("rmat", "power-law", rmat(6, 300, seed=1))], config, progress=False)]
+    paths = []
+    for i, records in enumerate(chunks):
+        paths.append(tmp_path / f"chunk{i}.json")
+        paths[-1].write_text(json.dumps(records))
+    out = tmp_path / "models"
+    assert main(["plan", "profile", "--from-records", *map(str, paths),
+                 "--calibration-samples", "0", "--out", str(out)]) == 0
+    assert "decision margin: not measured (0)" in capsys.readouterr().out
+    model = CostModel.load(out)
+    assert model.info["records"] == sum(map(len, chunks))
+    assert model.info["graphs"] == ["grid", "rmat"] and model.decision_margin == 0.0
+    assert model.layer_overhead("GCNConv", True) > 0
+
+
+def test_profile_cli_rejects_unknown_graph_names(capsys):
+    from gnnforge.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["plan", "profile", "--no-fit", "--graphs", "no-such-graph"])
+    assert "unknown --graphs ['no-such-graph']" in capsys.readouterr().err
