@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_edges, reduce_neighbors
+from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
 
 __all__ = ["GINConv", "GINEConv"]
 
@@ -97,8 +98,10 @@ class GINEConv(_GINBase):
         if edge_attr.shape[-1] != x.shape[-1]:
             raise ValueError(f"GINEConv: edge_attr width {edge_attr.shape[-1]} differs from x "
                              f"width {x.shape[-1]}; pass edge_dim= to learn a projection")
+        if fused_gine_available(x, edge_attr):
+            # gather + add + ReLU + sum + (1 + eps) x_v in one kernel, no [E, F] tensors.
+            return self.nn(gine_message_sum(graph, x, edge_attr, None, 1 + self.eps))
         src, _ = graph.coo()
-        # The ReLU sits between gather and reduce, so no fused kernel applies: [E, F].
         messages = F.relu(x.index_select(0, src) + edge_attr)
         return self._combine(graph, x, reduce_edges(graph, messages))
 

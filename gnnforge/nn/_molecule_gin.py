@@ -13,7 +13,8 @@ from torch import Tensor, nn
 
 from gnnforge.graph import GraphBatch
 from gnnforge.nn._gin_conv import GINEConv
-from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
+from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
+from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d, _prefix_length
 
 __all__ = ["FeatureEncoder", "MoleculeGIN"]
 
@@ -23,15 +24,19 @@ _POOLS = ("sum", "mean")
 # Up to this many value combinations, a FeatureEncoder embeds every combination once per
 # call and rows index that table (bonds: 5 * 6 * 2 = 60 combinations).
 _MAX_COMBINATIONS = 4096
+# Below this many combinations a row has an int64 mixed-radix code (atoms: ~1.5e8).
+_MAX_CODE = 2**62
 
 
 class FeatureEncoder(nn.Module):
     """Sum of one embedding per integer feature column (OGB's AtomEncoder/BondEncoder).
 
-    Two exact ways to the same sum, picked by vocabulary size. Few combinations (bond
+    Three exact ways to the same sum, picked by vocabulary size. Few combinations (bond
     features): embed all combinations once ([K, D], K <= 4096) and gather each row's
     combination, so backward accumulates into K rows instead of sorting N * C indices.
-    Otherwise one gather of the N * C rows of the stacked tables, summed over columns.
+    Otherwise (atom features) the distinct rows of the batch are embedded once with
+    `embedding_bag` over the stacked tables and each row gathers its distinct row's sum;
+    above 2**62 combinations (no int64 row code), one `embedding_bag` over all N rows.
 
     Shapes:
         features: [N, C] int64 with column c in [0, vocabulary_sizes[c]); returns [N, D].
@@ -45,13 +50,16 @@ class FeatureEncoder(nn.Module):
             nn.init.xavier_uniform_(embedding.weight)
         offsets = torch.tensor((0, *self.vocabulary_sizes[:-1])).cumsum(0)
         self.register_buffer("offsets", offsets, persistent=False)
+        self.register_buffer("sizes", torch.tensor(self.vocabulary_sizes), persistent=False)
         self.register_buffer("combinations", None, persistent=False)
+        self.register_buffer("strides", None, persistent=False)
+        if math.prod(self.vocabulary_sizes) < _MAX_CODE:
+            # Mixed-radix code of a row: sum_c features[:, c] * strides[c] (unique per row).
+            self.register_buffer("strides", torch.tensor(
+                [math.prod(self.vocabulary_sizes[c + 1:])
+                 for c in range(len(self.vocabulary_sizes))]), persistent=False)
         if math.prod(self.vocabulary_sizes) <= _MAX_COMBINATIONS:
-            # Mixed-radix code of a row: sum_c features[:, c] * strides[c].
-            strides = torch.tensor([math.prod(self.vocabulary_sizes[c + 1:])
-                                    for c in range(len(self.vocabulary_sizes))])
             grid = torch.cartesian_prod(*(torch.arange(v) for v in self.vocabulary_sizes))
-            self.register_buffer("strides", strides, persistent=False)
             self.register_buffer("combinations", grid.reshape(-1, len(self.vocabulary_sizes))
                                  + offsets, persistent=False)             # [K, C] table rows
 
@@ -70,12 +78,34 @@ class FeatureEncoder(nn.Module):
         return torch.cat([embedding.weight for embedding in self.embeddings])
 
     def embed(self, features: Tensor, table: Tensor) -> Tensor:
-        """[N, W] sum over columns c of table[offsets[c] + features[:, c]] for any [V, W]."""
+        """[N, W] sum over columns c of table[offsets[c] + features[:, c]] for any [V, W].
+
+        Raises:
+            ValueError: when a feature value is outside its column's vocabulary.
+        """
+        self._check_range(features)
         if self.combinations is not None:
             every = F.embedding_bag(self.combinations, table, mode="sum")       # [K, W]
             return every.index_select(0, features @ self.strides)
-        rows = table.index_select(0, (features + self.offsets).reshape(-1))    # [N * C, W]
-        return rows.view(features.shape[0], features.shape[1], table.shape[1]).sum(1)
+        if self.strides is not None and features.shape[0] > 0:
+            # Molecules repeat few distinct atom rows: embed each distinct row once, then
+            # gather; backward sums N gradient rows into U, and the bag backward sees U * C.
+            distinct, inverse = torch.unique(features @ self.strides, return_inverse=True)
+            rows = torch.div(distinct.unsqueeze(1), self.strides,
+                             rounding_mode="floor") % self.sizes               # [U, C]
+            every = F.embedding_bag(rows + self.offsets, table, mode="sum")    # [U, W]
+            return every.index_select(0, inverse)
+        # One bag of C rows per input row: no [N, C, W] intermediate in forward or backward.
+        return F.embedding_bag(features + self.offsets, table, mode="sum")     # [N, W]
+
+    def _check_range(self, features: Tensor) -> None:
+        bad = (features < 0) | (features >= self.sizes)
+        if features.numel() and bool(bad.any()):
+            row, column = (int(i) for i in torch.nonzero(bad)[0])
+            raise ValueError(f"FeatureEncoder: features[{row}, {column}] = "
+                             f"{int(features[row, column])} is outside column {column}'s "
+                             f"vocabulary [0, {self.vocabulary_sizes[column]}) "
+                             f"({int(bad.any(1).sum())} rows out of range)")
 
 
 class _MLP(nn.Module):
@@ -129,16 +159,43 @@ class MoleculeGIN(nn.Module):
 
     def forward(self, batch: GraphBatch) -> Tensor:
         mask = batch.node_mask if isinstance(batch, GraphBatch) else None
-        h = self.atom_encoder(batch.node_data["x"])
-        bonds = self._bond_embeddings(batch.edge_data["edge_attr"])
+        x, edge_attr = batch.node_data["x"], batch.edge_data["edge_attr"]
+        tables = self._bond_tables(edge_attr)
+        graph = batch
+        real = None if tables is None or mask is None else _real_prefix(batch, mask)
+        if real is not None:
+            # Packed batches put padding nodes last and padding edges only between them:
+            # run every layer on the real rows (plain batch norm, no padding work).
+            graph, x, mask = _RealPrefix(batch, real), x[:real], None
+        h = self.atom_encoder(x)
+        bonds = self._bond_embeddings(edge_attr) if tables is None else tables[0]
         last = len(self.convs) - 1
         for layer, (conv, mlp, norm, bond) in enumerate(
                 zip(self.convs, self.mlps, self.norms, bonds)):
-            h = norm(mlp(conv(batch, h, bond), mask), mask)
+            if tables is None:
+                h = conv(graph, h, bond)
+            else:   # bond is this layer's [K, D] table of every bond-feature combination
+                h = conv.nn(gine_message_sum(graph, h, bond, tables[1], 1 + conv.eps))
+            h = norm(mlp(h, mask), mask)
             if layer != last:
                 h = F.relu(h)
             h = F.dropout(h, self.dropout, self.training)
         return self.head(self._readout(batch, h))
+
+    def _bond_tables(self, edge_attr: Tensor):
+        """(per-layer [K, D] tables of all K bond-feature combinations, [E] combination of
+        each edge), or None when the fused GINE kernel does not apply (then
+        `_bond_embeddings` expands the embeddings to [E, D] per layer)."""
+        first = self.bond_encoders[0]
+        if first.combinations is None or not first.accepts(edge_attr):
+            return None
+        table = torch.cat([encoder.table() for encoder in self.bond_encoders], dim=1)
+        every = F.embedding_bag(first.combinations, table, mode="sum")         # [K, L*D]
+        if not fused_gine_available(every, every):
+            return None
+        first._check_range(edge_attr)
+        return every.split(every.shape[1] // len(self.bond_encoders), dim=1), \
+            edge_attr @ first.strides
 
     def _bond_embeddings(self, edge_attr: Tensor) -> tuple[Tensor, ...]:
         """Every layer's bond embedding [E, D] from one lookup in the tables side by side.
@@ -156,10 +213,33 @@ class MoleculeGIN(nn.Module):
 
     def _readout(self, batch: GraphBatch, h: Tensor) -> Tensor:
         num_graphs = batch.num_graphs if isinstance(batch, GraphBatch) else 1
-        index = (batch.node_graph if isinstance(batch, GraphBatch)
+        index = (batch.node_graph[:h.shape[0]] if isinstance(batch, GraphBatch)
                  else torch.zeros(h.shape[0], dtype=torch.int64, device=h.device))
         pooled = h.new_zeros(num_graphs, h.shape[1]).index_add_(0, index, h)   # [B, D]
         if self.pool == "mean":
             counts = torch.bincount(index, minlength=num_graphs).clamp(min=1)
             pooled = pooled / counts.to(h.dtype).unsqueeze(1)
         return pooled
+
+
+def _real_prefix(batch: GraphBatch, mask: Tensor) -> int | None:
+    """k when nodes [0, k) are the real ones and no edge into them leaves that prefix."""
+    real = _prefix_length(mask)
+    if real is None:
+        return None
+    rowptr, col, _ = batch.csr()
+    return None if bool((col[:int(rowptr[real])] >= real).any()) else real
+
+
+class _RealPrefix:
+    """The real nodes [0, real) of a packed batch whose padding nodes come last, for the
+    CSR kernel protocol: their in-edges all start at real nodes (padding edges are loops
+    on a padding node), so the first `real` CSR rows are the real subgraph."""
+
+    def __init__(self, batch: GraphBatch, real: int) -> None:
+        self.batch, self.num_src_nodes, self.num_dst_nodes = batch, real, real
+        self.num_edges = batch.num_edges
+
+    def csr(self) -> tuple[Tensor, Tensor, Tensor]:
+        rowptr, col, edge_ids = self.batch.csr()
+        return rowptr[:self.num_dst_nodes + 1], col, edge_ids

@@ -5,6 +5,7 @@ Networks" (Graphcore, 2022). See docs/packing.md.
 """
 
 from gnnforge.packing._assign import PackAssigner
+from gnnforge.packing._collate import PackCollator
 from gnnforge.packing._column_generation import LPBound
 from gnnforge.packing._heuristics import HEURISTICS, check_monotone, weighted_heuristic
 from gnnforge.packing._histogram import size_histogram
@@ -17,6 +18,7 @@ __all__ = [
     "METHODS",
     "LPBound",
     "PackAssigner",
+    "PackCollator",
     "PackedLoader",
     "PackingPlan",
     "check_monotone",

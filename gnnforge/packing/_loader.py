@@ -14,6 +14,7 @@ import numpy as np
 
 from gnnforge.graph import Graph, GraphBatch
 from gnnforge.packing._assign import PackAssigner
+from gnnforge.packing._collate import PackCollator
 from gnnforge.packing._histogram import size_histogram
 from gnnforge.packing._pack import pack
 from gnnforge.packing._plan import PackingPlan
@@ -75,6 +76,7 @@ class PackedLoader:
         self.num_nodes = int(limits_array[0]) + 1
         self.num_edges = int(limits_array[1])
         self.num_graphs = (max_graphs_per_pack or largest) + 1
+        self._collate: PackCollator | None = None
 
     @staticmethod
     def _check_sizes(sizes: np.ndarray, limits: np.ndarray, oversized: str) -> np.ndarray:
@@ -107,5 +109,11 @@ class PackedLoader:
         packs = self.epoch_packs(self.epoch)
         self.epoch += 1
         for indices in packs:
-            batch = GraphBatch.from_graphs([self.graphs[i] for i in indices.tolist()])
-            yield batch.pad(self.num_nodes, self.num_edges, self.num_graphs)
+            yield self.collate(indices)
+
+    def collate(self, indices: np.ndarray) -> GraphBatch:
+        """The padded batch of graphs[indices]; the dataset is concatenated on first use."""
+        if self._collate is None:
+            self._collate = PackCollator(self.graphs, (self.num_nodes, self.num_edges,
+                                                       self.num_graphs))
+        return self._collate(indices)

@@ -59,9 +59,7 @@ class PackedSplit:
         return len(self._packs)
 
     def batch(self, number: int) -> GraphBatch:
-        positions = self._packs[number].tolist()
-        batch = GraphBatch.from_graphs([self.members[p] for p in positions])
-        return batch.pad(*self.shape)
+        return self.loader.collate(self._packs[number])
 
     def padding_fraction(self) -> tuple[float, float]:
         """(node, edge) fraction of padding slots over an epoch."""

@@ -66,18 +66,21 @@ def test_node_classifier_blocks_equal_full_graph_when_blocks_are_full():
     torch.testing.assert_close(model([graph, graph], x), full)
 
 
-@pytest.mark.parametrize("sizes", [(3, 5, 2), ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, (1,)])
+@pytest.mark.parametrize("sizes", [(3, 5, 2), ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, (1,),
+                                   (70000, 90000, 80000, 60000)])
 def test_feature_encoder_is_the_sum_of_column_embeddings(sizes):
-    """Both paths (a table of all combinations, and one gather) against C lookups."""
+    """Every path (a table of all combinations, distinct rows embedded once, one bag per
+    row when no int64 code exists) against C lookups, with repeated rows."""
     from gnnforge.nn import FeatureEncoder
 
     torch.manual_seed(0)
     encoder = FeatureEncoder(sizes, 4).double()
     assert (encoder.combinations is not None) == (math.prod(sizes) <= 4096)
+    assert (encoder.strides is not None) == (math.prod(sizes) < 2**62)
     generator = torch.Generator().manual_seed(1)
-    for rows in (0, 1, 37):
-        features = torch.stack([torch.randint(0, v, (rows,), generator=generator)
-                                for v in sizes], 1)
+    for rows in (0, 1, 37, 200):
+        features = torch.stack([torch.randint(0, min(v, 3 if rows == 200 else v), (rows,),
+                                              generator=generator) for v in sizes], 1)
         upstream = torch.randn(rows, 4, generator=generator, dtype=torch.float64)
         (encoder(features) * upstream).sum().backward()
         fast = [e.weight.grad.clone() for e in encoder.embeddings]
@@ -88,6 +91,20 @@ def test_feature_encoder_is_the_sum_of_column_embeddings(sizes):
         for grad, embedding in zip(fast, encoder.embeddings):
             torch.testing.assert_close(grad, embedding.weight.grad)
         encoder.zero_grad()
+
+
+@pytest.mark.parametrize("sizes", [(3, 5, 2), ATOM_FEATURE_DIMS, (70000, 90000, 80000, 60000)])
+def test_feature_encoder_rejects_out_of_range_values(sizes):
+    from gnnforge.nn import FeatureEncoder
+
+    encoder = FeatureEncoder(sizes, 4)
+    features = torch.zeros(5, len(sizes), dtype=torch.int64)
+    features[3, 1] = sizes[1]
+    with pytest.raises(ValueError, match=r"features\[3, 1\].*outside column 1"):
+        encoder(features)
+    features[3, 1] = -1
+    with pytest.raises(ValueError, match=r"features\[3, 1\] = -1"):
+        encoder(features)
 
 
 def test_masked_batch_norm_prefix_path_equals_general_path():
