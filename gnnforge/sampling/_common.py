@@ -101,3 +101,35 @@ def resolve_key(generator: torch.Generator | None, key: VariateKey | None) -> Va
         raise TypeError("key: expected a VariateKey (from DependentKeys), got "
                         f"{type(key).__name__}")
     return key if key is not None else draw_key(generator)
+
+
+class LayerwiseSampler:
+    """Base of the samplers that run one kernel per layer from the seeds down.
+
+    Subclasses provide `num_layers` and `layer_fn(graph)` (the per-layer kernel call
+    `(csr, frontier, layer, layer_key) -> (counts, src, eid, weight)`).
+    """
+
+    num_layers: int
+
+    def layer_fn(self, graph: Graph) -> LayerFn:
+        raise NotImplementedError
+
+    def sample(self, graph: Graph, seeds: Tensor | Sequence[int],
+               generator: torch.Generator | None = None, *,
+               key: VariateKey | None = None) -> list[Block]:
+        """Sample blocks whose last layer's destinations are `seeds`.
+
+        Args:
+            graph: the full graph; in-edges come from `graph.csr()`.
+            seeds: [B] distinct int64 node ids.
+            generator: source of this minibatch's key (independent minibatches).
+            key: instead of a generator, an explicit key, e.g. from `DependentKeys`.
+
+        Returns:
+            `num_layers` blocks, input layer first.
+        """
+        seeds_np = check_seeds(graph, seeds)
+        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
+                             self.layer_fn(graph))
+

@@ -5,19 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from gnnforge.graph import Graph
-from gnnforge.sampling._block import Block
-from gnnforge.sampling._common import check_fanouts, check_seeds, resolve_key, sample_blocks
+from gnnforge.sampling._common import LayerwiseSampler, check_fanouts
 from gnnforge.sampling._kernels import labor_importance, labor_layer
-from gnnforge.sampling._variates import VariateKey
 
 __all__ = ["LaborSampler"]
 
 
-class LaborSampler:
+class LaborSampler(LayerwiseSampler):
     """LABOR: neighbour sampling whose seeds share their random decisions.
 
     Every source vertex t draws one uniform r_t per layer and minibatch; the edge t -> s
@@ -41,14 +37,6 @@ class LaborSampler:
             raise ValueError("importance_sampling must be False, True, or an int >= -1, got "
                              f"{importance_sampling!r}")
         self.importance_sampling = int(importance_sampling)
-
-    def sample(self, graph: Graph, seeds: Tensor | Sequence[int],
-               generator: torch.Generator | None = None, *,
-               key: VariateKey | None = None) -> list[Block]:
-        """Sample blocks whose last layer's destinations are `seeds` (see NeighborSampler)."""
-        seeds_np = check_seeds(graph, seeds)
-        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
-                             self.layer_fn(graph))
 
     @property
     def num_layers(self) -> int:

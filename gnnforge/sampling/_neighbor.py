@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
-from torch import Tensor
-
 from gnnforge.graph import Graph
-from gnnforge.sampling._block import Block
-from gnnforge.sampling._common import check_fanouts, check_seeds, resolve_key, sample_blocks
+from gnnforge.sampling._common import LayerwiseSampler, check_fanouts
 from gnnforge.sampling._kernels import neighbor_layer
-from gnnforge.sampling._variates import VariateKey
 
 __all__ = ["NeighborSampler"]
 
 
-class NeighborSampler:
+class NeighborSampler(LayerwiseSampler):
     """Multi-layer uniform neighbour sampling over in-edges (Hamilton et al., GraphSAGE).
 
     Each destination of a layer keeps min(fanout, d) distinct in-edges drawn uniformly
@@ -34,24 +29,6 @@ class NeighborSampler:
     def __init__(self, fanouts: Sequence[int], replace: bool = False) -> None:
         self.fanouts = check_fanouts("NeighborSampler", fanouts)
         self.replace = bool(replace)
-
-    def sample(self, graph: Graph, seeds: Tensor | Sequence[int],
-               generator: torch.Generator | None = None, *,
-               key: VariateKey | None = None) -> list[Block]:
-        """Sample blocks whose last layer's destinations are `seeds`.
-
-        Args:
-            graph: the full graph; in-edges come from `graph.csr()`.
-            seeds: [B] distinct int64 node ids.
-            generator: source of this minibatch's key (independent minibatches).
-            key: instead of a generator, an explicit key, e.g. from `DependentKeys`.
-
-        Returns:
-            len(fanouts) blocks, input layer first.
-        """
-        seeds_np = check_seeds(graph, seeds)
-        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
-                             self.layer_fn(graph))
 
     @property
     def num_layers(self) -> int:

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
-import torch
-from torch import Tensor
 
 from gnnforge.graph import Graph
-from gnnforge.sampling._block import Block
-from gnnforge.sampling._common import check_seeds, resolve_key, sample_blocks
+from gnnforge.sampling._common import LayerwiseSampler
 from gnnforge.sampling._kernels import random_walk_layer
-from gnnforge.sampling._variates import VariateKey
 
 __all__ = ["RandomWalkSampler"]
 
 
-class RandomWalkSampler:
+class RandomWalkSampler(LayerwiseSampler):
     """Random walks with restart from each seed; the top-k visited become its neighbours.
 
     (Ying et al., "Graph Convolutional Neural Networks for Web-Scale Recommender Systems".)
@@ -46,14 +40,6 @@ class RandomWalkSampler:
         self.walk_length = int(walk_length)
         self.num_walks = int(num_walks)
         self.restart_prob = float(restart_prob)
-
-    def sample(self, graph: Graph, seeds: Tensor | Sequence[int],
-               generator: torch.Generator | None = None, *,
-               key: VariateKey | None = None) -> list[Block]:
-        """Sample blocks whose last layer's destinations are `seeds` (see NeighborSampler)."""
-        seeds_np = check_seeds(graph, seeds)
-        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
-                             self.layer_fn(graph))
 
     @property
     def num_layers(self) -> int:
