@@ -19,6 +19,11 @@ def _check_batch_size(name: str, batch_size: int) -> int:
     return batch_size
 
 
+def _num_batches(total: int, batch_size: int, drop_last: bool) -> int:
+    full, rest = divmod(total, batch_size)
+    return full + (1 if rest and not drop_last else 0)
+
+
 class NodeSeeds:
     """Node-prediction seeds: `nodes` shuffled once per epoch and cut into batches.
 
@@ -49,8 +54,7 @@ class NodeSeeds:
         self.epoch = int(epoch)
 
     def __len__(self) -> int:
-        full, rest = divmod(self.nodes.numel(), self.batch_size)
-        return full + (1 if rest and not self.drop_last else 0)
+        return _num_batches(self.nodes.numel(), self.batch_size, self.drop_last)
 
     def __iter__(self) -> Iterator[Tensor]:
         order = self.nodes
@@ -113,8 +117,7 @@ class EdgeSeeds:
         self.epoch = int(epoch)
 
     def __len__(self) -> int:
-        full, rest = divmod(self.graph.num_edges, self.batch_size)
-        return full + (1 if rest and not self.drop_last else 0)
+        return _num_batches(self.graph.num_edges, self.batch_size, self.drop_last)
 
     def __iter__(self) -> Iterator[EdgeBatch]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
