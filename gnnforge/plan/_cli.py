@@ -36,8 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     profile.add_argument("--no-fit", action="store_true",
                          help="only time and write --records (a chunk of a profile)")
     profile.add_argument("--calibration-samples", type=int, default=5,
-                         help="timed runs per plan when measuring the decision margin "
-                         "(0: skip it, margin 0)")
+                         help="timed runs per plan when calibrating the decision rule "
+                         "(0: skip it: margin 0, caution 0)")
     profile.add_argument("--widths", type=int, nargs="+", default=None)
     profile.add_argument("--repeats", type=int, default=3)
     profile.add_argument("--threads", type=int, default=1,
@@ -81,20 +81,23 @@ def _records(args: argparse.Namespace) -> list[dict]:
     return records
 
 
-def _calibrate(records: list[dict], samples: int,
-               overheads: dict) -> tuple[float, list[dict]]:
-    """The decision margin, from models trained without the held-out graphs."""
-    from gnnforge.plan._calibrate import decision_errors, decision_margin
+def _calibrate(records: list[dict], samples: int, overheads: dict,
+               errors: dict) -> tuple[dict, list[dict]]:
+    """The decision rule, from models trained without the held-out graphs (whose held-out
+    errors are `errors`) and timed on those graphs."""
+    from gnnforge.plan._calibrate import decision_errors, decision_rule, tie_preferences
     from gnnforge.plan._profile import fit
     from gnnforge.plan._suite import profile_graphs
 
     if samples == 0:
-        return 0.0, []
+        return {"decision_margin": 0.0, "decision_caution": 0.0}, []
     held_out_model = fit([r for r in records if r["graph"] not in _HELD_OUT])
-    held_out_model.info = {"layer_overhead_s": overheads}
+    held_out_model.info = {"layer_overhead_s": overheads, "held_out_errors": errors}
     graphs = [(name, graph) for name, _, graph in profile_graphs(names=_HELD_OUT)]
     calibration = decision_errors(held_out_model, graphs, samples=samples)
-    return decision_margin(calibration), calibration
+    margin, caution = decision_rule(calibration)
+    return {"decision_margin": margin, "decision_caution": caution,
+            "tie_preference": tie_preferences(calibration)}, calibration
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -113,11 +116,11 @@ def _profile(args: argparse.Namespace) -> int:
 
     errors = held_out_errors(records, _HELD_OUT)
     overheads = layer_overheads()
-    margin, calibration = _calibrate(records, args.calibration_samples, overheads)
+    rule, calibration = _calibrate(records, args.calibration_samples, overheads, errors)
     model = fit(records)
     model.info = {"records": len(records), "graphs": sorted({r["graph"] for r in records}),
                   "held_out_graphs": list(_HELD_OUT), "held_out_errors": errors,
-                  "decision_margin": margin, "calibration": calibration,
+                  **rule, "calibration": calibration,
                   "layer_overhead_s": overheads,
                   "command": "gnnforge plan " + " ".join(sys.argv[2:]) if len(sys.argv) > 2
                   else "gnnforge plan profile",
@@ -127,27 +130,33 @@ def _profile(args: argparse.Namespace) -> int:
     print(f"{len(records)} timings on {len(model.info['graphs'])} graphs; "
           f"{time.perf_counter() - start:.0f} s; models written to {out}")
     print(f"held-out graphs: {', '.join(_HELD_OUT)}")
-    print(f"{'primitive':14s} {'calls':>6s} {'median err':>11s} {'mean err':>9s} {'<=1.5x':>7s}")
+    print(f"{'primitive':14s} {'calls':>6s} {'median err':>11s} {'mean err':>9s} {'<=1.5x':>7s} "
+          f"{'log rms':>8s}")
     for name, e in errors.items():
         print(f"{name:14s} {e['calls']:6d} {e['median_rel_error']:10.1%} "
-              f"{e['mean_rel_error']:9.1%} {e['within_1_5x']:7.1%}")
-    _print_calibration(calibration, margin)
+              f"{e['mean_rel_error']:9.1%} {e['within_1_5x']:7.1%} {e['log_rms']:8.3f}")
+    _print_calibration(calibration, model)
     return 0
 
 
-def _print_calibration(calibration: list[dict], margin: float) -> None:
+def _print_calibration(calibration: list[dict], model) -> None:
     import math
 
     if not calibration:
-        print("decision margin: not measured (0)")
+        print("decision rule: not measured (margin 0, caution 0)")
         return
     over = sorted(r["predicted_gain"] - r["measured_gain"] for r in calibration)
     wrong = sum((r["predicted_gain"] > 0) != (r["measured_gain"] > 0) for r in calibration)
     print(f"plan-ratio error on held-out graphs ({len(over)} candidate-vs-default pairs): "
           f"median |log error| {statistics.median(abs(v) for v in over):.3f}, mean "
           f"{statistics.fmean(over):+.3f} (positive: gains over-predicted), sign wrong in "
-          f"{wrong}; decision margin (smallest that never loses > 5% to the default on "
-          f"them) {margin:.3f} = a predicted gain of {math.exp(margin) - 1:.1%}")
+          f"{wrong}")
+    print(f"decision rule (the least caution that never loses > 5% to the default on them): "
+          f"leave the default when predicted gain - {model.decision_caution:.2f} x spread > "
+          f"{model.decision_margin:.3f} (a gain of {math.exp(model.decision_margin) - 1:.1%})")
+    for layer, modes in sorted(model.info.get("tie_preference", {}).items()):
+        for mode, order in sorted(modes.items()):
+            print(f"ties, {layer} {mode}: " + " > ".join(order))
 
 
 def run(args: argparse.Namespace) -> int:

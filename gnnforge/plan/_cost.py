@@ -99,10 +99,28 @@ class CostModel:
 
     @property
     def decision_margin(self) -> float:
-        """Log-ratio a predicted gain must exceed before `optimize` leaves the default plan:
-        the models' held-out error on plan-cost ratios, measured by `gnnforge plan profile`
-        (0 for models profiled without that measurement)."""
+        """Log-gain the cautious predicted gain must exceed before `optimize` leaves the
+        default plan, measured by `gnnforge plan profile` (0 when not measured)."""
         return float(self.info.get("decision_margin", 0.0))
+
+    @property
+    def decision_caution(self) -> float:
+        """Multiples of a predicted gain's spread subtracted before it is compared with the
+        margin (`gnnforge.plan._decide`), calibrated by `gnnforge plan profile` (0 for
+        models calibrated with the margin alone)."""
+        return float(self.info.get("decision_caution", 0.0))
+
+    def error_scales(self) -> dict[str, float]:
+        """Primitive -> RMS log error of its model on held-out graphs (empty: unknown)."""
+        return {name: float(e["log_rms"]) for name, e in self.info.get("held_out_errors",
+                                                                         {}).items()
+                if "log_rms" in e}
+
+    def tie_preference(self, layer: str, training: bool) -> list[str]:
+        """Plans (str of a composition), best first, for ties in predicted cost of `layer`
+        (a class name), as measured on the calibration graphs (empty when not measured)."""
+        modes = self.info.get("tie_preference", {}).get(layer, {})
+        return list(modes.get("train" if training else "infer", []))
 
     def layer_overhead(self, layer: str, training: bool) -> float:
         """Fixed seconds of one call of `layer` (a class name such as "GCNConv") whatever

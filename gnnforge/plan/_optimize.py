@@ -1,7 +1,8 @@
 """Online planning: cost every candidate of every layer on this graph, choose, apply.
 
-Planning is three pure functions (`candidates` enumerates, `cost_plans` costs, `choose`
-picks) plus `optimize`, which runs them for a model and sets each layer's `plan`.
+Planning is three pure functions (`candidates` enumerates, `cost_plans` / `predict_calls`
+cost, `choose` picks: see `_decide`) plus `optimize`, which runs them for a model and sets
+each layer's `plan`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from torch import nn
 from gnnforge.graph import Graph
 from gnnforge.plan._candidates import candidates, default_composition
 from gnnforge.plan._cost import CostModel, design_row, work
+from gnnforge.plan._decide import Rule, choose, gain_spread
 from gnnforge.plan._features import graph_features
 from gnnforge.plan._primitives import Composition, bind, primitives
 
 __all__ = ["LayerDecision", "Plan", "choose", "cost_plans", "layer_candidates", "optimize",
-           "planned_layers"]
+           "planned_layers", "predict_calls"]
 
 _DEFAULT_MODEL: CostModel | None = None
 
@@ -43,6 +45,7 @@ class LayerDecision:
     costs: tuple[tuple[Composition, float], ...]
     chosen: Composition
     default: Composition
+    spreads: tuple[float, ...] = ()  # per candidate: its gain's spread against the default
 
 
 @dataclass(frozen=True)
@@ -54,19 +57,25 @@ class Plan:
     overhead_s: float
     features: dict[str, float]
     margin: float = 0.0
+    caution: float = 0.0
 
     def __str__(self) -> str:
         lines = [f"plan ({'training' if self.training else 'inference'}; graph "
                  f"{int(self.features['num_dst_nodes'])} nodes, "
                  f"{int(self.features['num_edges'])} edges; planning took "
                  f"{self.overhead_s * 1e3:.2f} ms; leaves the default only for a predicted gain "
-                 f"above {math.exp(self.margin) - 1:.0%})"]
+                 f"above {math.exp(self.margin) - 1:.0%}"
+                 + (f" + {self.caution:.2f} x its spread" if self.caution else "") + ")"]
         for d in self.decisions:
             lines.append(f"  {d.name}: {d.layer} {d.widths[0]} -> {d.widths[1]}")
+            base = dict(d.costs)[d.default]
+            spreads = dict(zip((c for c, _ in d.costs), d.spreads))
             for composition, seconds in sorted(d.costs, key=lambda item: item[1]):
                 marks = ("* " if composition == d.chosen else "  ") + (
                     "(default) " if composition == d.default else "")
-                lines.append(f"    {marks}{seconds * 1e3:9.3f} ms  {composition}")
+                gain = "" if composition == d.default else (
+                    f"  gain {math.log(base / seconds):+.3f} +- {spreads.get(composition, 0):.3f}")
+                lines.append(f"    {marks}{seconds * 1e3:9.3f} ms{gain}  {composition}")
         return "\n".join(lines)
 
 
@@ -94,58 +103,65 @@ def _with_self_loops(features: dict[str, float], num_loops: int) -> dict[str, fl
     return out
 
 
+def predict_calls(plans: list[list[Composition]], symbols: list[dict[str, float]],
+                  features: list[dict[str, float]], training: bool,
+                  model: CostModel) -> list[list[dict]]:
+    """Each plan's primitive calls with their predicted seconds (`_decide.Calls`).
+
+    Batched: one model walk for every distinct primitive call of every plan of every
+    layer (a call shared by several plans, such as the projection GEMM, is predicted once).
+    """
+    calls: dict[tuple, int] = {}  # (layer's features, primitive, bound sizes) -> call number
+    names, rows, works = [], [], []
+    members = []  # per layer, per plan: {call number: count}
+    for layer_plans, values, graph in zip(plans, symbols, features):
+        members.append([])
+        for plan in layer_plans:
+            counts: dict[int, int] = {}
+            for prim in _primitives(plan):
+                sizes = tuple((size, bind(dims, values)) for size, dims in prim.sizes)
+                key = (id(graph), prim.name, sizes)
+                if key not in calls:
+                    calls[key] = len(names)
+                    names.append(prim.name)
+                    rows.append(design_row(prim.name, dict(sizes), graph, training))
+                    works.append(work(prim.name, dict(sizes), graph))
+                counts[calls[key]] = counts.get(calls[key], 0) + 1
+            members[-1].append(counts)
+    seconds = model.predict_many(names, rows, works) if names else []
+    return [[{i: (names[i], float(seconds[i]), n) for i, n in counts.items()}
+             for counts in layer] for layer in members]
+
+
 def cost_plans(plans: list[list[Composition]], symbols: list[dict[str, float]],
                features: list[dict[str, float]], training: bool,
                model: CostModel) -> list[list[float]]:
-    """Predicted seconds of each plan: the sum of its primitives' predictions.
-
-    Batched: one model walk for every primitive call of every plan of every layer.
-    """
-    owners, names, rows, works = [], [], [], []
-    for layer, (layer_plans, values, graph) in enumerate(zip(plans, symbols, features)):
-        for index, plan in enumerate(layer_plans):
-            for prim in _primitives(plan):
-                sizes = {key: bind(dims, values) for key, dims in prim.sizes}
-                owners.append((layer, index))
-                names.append(prim.name)
-                rows.append(design_row(prim.name, sizes, graph, training))
-                works.append(work(prim.name, sizes, graph))
-    totals = [[0.0] * len(p) for p in plans]
-    seconds = model.predict_many(names, rows, works) if names else []
-    for (layer, index), value in zip(owners, seconds):
-        totals[layer][index] += float(value)
-    return totals
+    """Predicted seconds of each plan: the sum of its primitives' predictions."""
+    return [[sum(seconds * count for _, seconds, count in plan.values()) for plan in layer]
+            for layer in predict_calls(plans, symbols, features, training, model)]
 
 
 _primitives = cache(primitives)  # a composition's primitives never change
 
 
-def choose(plans: list[Composition], costs: list[float], margin: float = 0.0) -> Composition:
-    """The cheapest plan, unless it is predicted to beat `plans[0]` (the default, as
-    `candidates` orders them) by less than the margin: then the default.
+def _rule(cost_model: Any, layer: str, training: bool, margin: float | None,
+          caution: float | None) -> Rule:
+    """The cost model's calibrated rule (duck-typed: test models may lack parts of it)."""
+    preference = getattr(cost_model, "tie_preference", None)
+    return Rule(getattr(cost_model, "decision_margin", 0.0) if margin is None else margin,
+                getattr(cost_model, "decision_caution", 0.0) if caution is None else caution,
+                tuple(preference(layer, training)) if preference else ())
 
-    Args:
-        plans: the candidates, the default first.
-        costs: predicted seconds of each plan.
-        margin: log-ratio the predicted gain must exceed to leave the default; the cost
-            models' held-out error on such ratios (`CostModel.decision_margin`). 0 picks
-            the cheapest outright (the first on a tie).
 
-    Raises:
-        ValueError: for a negative margin or `plans` and `costs` of different lengths.
-    """
-    if margin < 0 or len(plans) != len(costs) or not plans:
-        raise ValueError(f"choose: need as many costs as plans (got {len(costs)} for "
-                         f"{len(plans)}) and a margin >= 0 (got {margin})")
-    best = min(range(len(plans)), key=costs.__getitem__)
-    if best != 0 and costs[best] * math.exp(margin) >= costs[0]:
-        return plans[0]
-    return plans[best]
+def _spreads(calls: list[dict], cost_model: Any) -> list[float]:
+    scale = getattr(cost_model, "error_scales", None)
+    scales = scale() if scale else {}
+    return [0.0] + [gain_spread(calls[0], plan, scales) for plan in calls[1:]]
 
 
 def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
              cost_model: CostModel | None = None, margin: float | None = None,
-             apply: bool = True) -> Plan:
+             caution: float | None = None, apply: bool = True) -> Plan:
     """Choose each planned layer's composition for `graph` and set `layer.plan`.
 
     Every layer is assumed to run on `graph` (full-graph training or inference). The cost
@@ -156,8 +172,12 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
         graph: the Graph (or block) the layers will run on.
         training: cost forward + backward (default: `model.training`).
         cost_model: defaults to the models shipped with gnnforge.
-        margin: predicted log-gain needed to leave the default plan (see `choose`);
-            default: the cost model's `decision_margin`, measured when it was profiled.
+        margin: log-gain the cautious gain must exceed to leave the default plan (see
+            `choose`); default: the cost model's `decision_margin`, measured when it was
+            profiled.
+        caution: multiples of each gain's spread (its uncertainty under the primitive
+            models' held-out errors) subtracted before comparing; default: the cost
+            model's `decision_caution`. `margin=0.0, caution=0.0` picks the cheapest.
         apply: set each layer's `plan` (False only reports).
 
     Returns:
@@ -176,7 +196,7 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
     raw = graph_features(graph)
     looped = raw
     if isinstance(graph, Graph) and any(getattr(m, "add_self_loops", False) for _, m in layers):
-        looped = _with_self_loops(raw, graph.num_self_loops())
+        looped = _with_self_loops(raw, int(raw["num_self_loops"]))
     features, symbols, plans = [], [], []
     for _, layer in layers:
         feats = looped if getattr(layer, "add_self_loops", False) else raw
@@ -184,20 +204,29 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
         symbols.append({**layer.plan_symbols(), "Nd": feats["num_dst_nodes"],
                         "Ns": feats["num_src_nodes"], "E": feats["num_edges"]})
         plans.append(layer_candidates(layer))
-    costs = cost_plans(plans, symbols, features, training, cost_model)
+    calls = predict_calls(plans, symbols, features, training, cost_model)
     fixed = getattr(cost_model, "layer_overhead", lambda layer, training: 0.0)
-    costs = [[c + fixed(type(layer).__name__, training) for c in layer_costs]
-             for (_, layer), layer_costs in zip(layers, costs)]
-    if margin is None:
-        margin = getattr(cost_model, "decision_margin", 0.0)
-    chosen = [choose(p, c, margin) for p, c in zip(plans, costs)]
+    rules, costs, chosen, spreads = [], [], [], []
+    for (_, layer), layer_plans, layer_calls in zip(layers, plans, calls):
+        name = type(layer).__name__
+        rules.append(_rule(cost_model, name, training, margin, caution))
+        extra = fixed(name, training)  # the same for every plan: shrinks gains to scale
+        costs.append([extra + sum(s * n for _, s, n in c.values()) for c in layer_calls])
+        for c in layer_calls:  # the fixed cost is a call every plan makes
+            c["layer"] = ("layer", extra, 1)
+        spreads.append(_spreads(layer_calls, cost_model))
+        chosen.append(choose(layer_plans, costs[-1], rules[-1].margin, spreads[-1],
+                             rules[-1].caution, rules[-1].preference))
     overhead = time.perf_counter() - start
     decisions = []
-    for (name, layer), layer_plans, layer_costs, pick in zip(layers, plans, costs, chosen):
+    for (name, layer), layer_plans, layer_costs, pick, spread in zip(layers, plans, costs, chosen,
+                                                                    spreads):
         if apply:
             layer.plan = pick
         symbols_ = layer.plan_symbols()
         decisions.append(LayerDecision(name, type(layer).__name__, (symbols_["I"], symbols_["O"]),
                                        tuple(zip(layer_plans, layer_costs)), pick,
-                                       default_composition(layer.plan_expression())))
-    return Plan(tuple(decisions), training, overhead, raw, margin)
+                                       default_composition(layer.plan_expression()),
+                                       tuple(spread)))
+    return Plan(tuple(decisions), training, overhead, raw, rules[0].margin,
+                rules[0].caution)

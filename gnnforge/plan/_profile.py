@@ -199,7 +199,8 @@ def held_out_errors(records: list[dict], held_out: Iterable[str]) -> dict[str, d
 
     Returns:
         Per primitive: number of held-out calls, median and mean absolute relative error
-        of predicted seconds, and the fraction within a factor of 1.5.
+        of predicted seconds, the fraction within a factor of 1.5, and the RMS of
+        log(predicted / measured) (`log_rms`: the decision rule's error scale).
     """
     held_out = set(held_out)
     out = {}
@@ -215,7 +216,8 @@ def held_out_errors(records: list[dict], held_out: Iterable[str]) -> dict[str, d
         ratio = np.maximum(predicted / actual, actual / predicted)
         out[name] = dict(calls=int(test.sum()), median_rel_error=float(np.median(relative)),
                          mean_rel_error=float(np.mean(relative)),
-                         within_1_5x=float(np.mean(ratio <= 1.5)))
+                         within_1_5x=float(np.mean(ratio <= 1.5)),
+                         log_rms=float(np.sqrt(np.mean(np.log(ratio) ** 2))))
     return out
 
 

@@ -218,7 +218,7 @@ def test_profile_cli_chunks_then_fits_from_several_record_files(tmp_path, capsys
     out = tmp_path / "models"
     assert main(["plan", "profile", "--from-records", *map(str, paths),
                  "--calibration-samples", "0", "--out", str(out)]) == 0
-    assert "decision margin: not measured (0)" in capsys.readouterr().out
+    assert "decision rule: not measured (margin 0, caution 0)" in capsys.readouterr().out
     model = CostModel.load(out)
     assert model.info["records"] == sum(map(len, chunks))
     assert model.info["graphs"] == ["grid", "rmat"] and model.decision_margin == 0.0
