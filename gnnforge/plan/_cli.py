@@ -85,7 +85,7 @@ def _calibrate(records: list[dict], samples: int, overheads: dict,
                errors: dict) -> tuple[dict, list[dict]]:
     """The decision rule, from models trained without the held-out graphs (whose held-out
     errors are `errors`) and timed on those graphs."""
-    from gnnforge.plan._calibrate import decision_errors, decision_rule, tie_preferences
+    from gnnforge.plan._calibrate import decision_errors, decision_rule
     from gnnforge.plan._profile import fit
     from gnnforge.plan._suite import profile_graphs
 
@@ -96,8 +96,7 @@ def _calibrate(records: list[dict], samples: int, overheads: dict,
     graphs = [(name, graph) for name, _, graph in profile_graphs(names=_HELD_OUT)]
     calibration = decision_errors(held_out_model, graphs, samples=samples)
     margin, caution = decision_rule(calibration)
-    return {"decision_margin": margin, "decision_caution": caution,
-            "tie_preference": tie_preferences(calibration)}, calibration
+    return {"decision_margin": margin, "decision_caution": caution}, calibration
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -151,12 +150,15 @@ def _print_calibration(calibration: list[dict], model) -> None:
           f"median |log error| {statistics.median(abs(v) for v in over):.3f}, mean "
           f"{statistics.fmean(over):+.3f} (positive: gains over-predicted), sign wrong in "
           f"{wrong}")
-    print(f"decision rule (the least caution that never loses > 5% to the default on them): "
-          f"leave the default when predicted gain - {model.decision_caution:.2f} x spread > "
-          f"{model.decision_margin:.3f} (a gain of {math.exp(model.decision_margin) - 1:.1%})")
-    for layer, modes in sorted(model.info.get("tie_preference", {}).items()):
-        for mode, order in sorted(modes.items()):
-            print(f"ties, {layer} {mode}: " + " > ".join(order))
+    from gnnforge.plan._calibrate import decision_margin, rule_losses
+
+    caution, margin = model.decision_caution, model.decision_margin
+    lost = rule_losses(calibration, margin, caution)
+    print(f"decision rule: leave the default when predicted gain - {caution:.2f} x spread > "
+          f"{margin:.3f} (caution: the 90% quantile of (predicted - measured gain) / spread); "
+          f"on the calibration configurations its pick loses > 5% to the default in "
+          f"{len(lost)}; a margin-only rule would need a margin of "
+          f"{decision_margin(calibration):.3f}")
 
 
 def run(args: argparse.Namespace) -> int:

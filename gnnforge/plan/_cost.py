@@ -22,7 +22,7 @@ from gnnforge.plan._forest import Forest, ForestSet
 from gnnforge.plan._features import DEGREE_THRESHOLDS
 from gnnforge.plan._primitives import PRIMITIVES
 
-__all__ = ["CostModel", "MODELS_DIR", "design_row", "work"]
+__all__ = ["CostModel", "MODELS_DIR", "call_width", "design_row", "work"]
 
 MODELS_DIR = Path(__file__).parent / "models"
 _GRAPH_PRIMITIVES = ("spmm_u", "spmm_w", "spmm_att", "sddmm", "edge_softmax")
@@ -46,6 +46,19 @@ def work(name: str, sizes: Mapping[str, float], graph: Mapping[str, float]) -> f
     if name == "rowbcast":
         return sizes["rows"] * sizes["f"]
     return sizes["count"]
+
+
+def call_width(name: str, sizes: Mapping[str, float], graph: Mapping[str, float]) -> int:
+    """The feature width a call works at (values per row): under this key the held-out
+    errors of different calls on one graph are paired (`held_out_errors`) and two calls'
+    errors are taken to be correlated (`_decide.gain_spread`)."""
+    if name == "gemm":
+        return round(sizes["k"])
+    if name == "elementwise":
+        return round(sizes["count"] / max(graph["num_dst_nodes"], 1))
+    if name == "edge_softmax":
+        return round(sizes["heads"])
+    return round(sizes["f"])
 
 
 def design_row(name: str, sizes: Mapping[str, float], graph: Mapping[str, float],
@@ -88,6 +101,7 @@ class CostModel:
     models: dict[str, dict]
     info: dict = field(default_factory=dict)
     _forests: ForestSet | None = field(default=None, repr=False, compare=False)
+    _error_cache: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         missing = [name for name in PRIMITIVES if name not in self.models]
@@ -112,15 +126,21 @@ class CostModel:
 
     def error_scales(self) -> dict[str, float]:
         """Primitive -> RMS log error of its model on held-out graphs (empty: unknown)."""
-        return {name: float(e["log_rms"]) for name, e in self.info.get("held_out_errors",
-                                                                         {}).items()
-                if "log_rms" in e}
+        return self._errors()[0]
 
-    def tie_preference(self, layer: str, training: bool) -> list[str]:
-        """Plans (str of a composition), best first, for ties in predicted cost of `layer`
-        (a class name), as measured on the calibration graphs (empty when not measured)."""
-        modes = self.info.get("tie_preference", {}).get(layer, {})
-        return list(modes.get("train" if training else "infer", []))
+    def error_correlations(self) -> dict[str, dict[str, float]]:
+        """Primitive -> primitive -> correlation of the two models' held-out errors on the
+        same graphs (empty: unknown, taken as 0)."""
+        return self._errors()[1]
+
+    def _errors(self) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        # read once per info dict: every planning step asks (a replaced info is re-read)
+        if self._error_cache is None or self._error_cache[0] is not self.info:
+            errors = self.info.get("held_out_errors", {})
+            scales = {name: float(e["log_rms"]) for name, e in errors.items() if "log_rms" in e}
+            correlations = {name: dict(e.get("correlation", {})) for name, e in errors.items()}
+            self._error_cache = (self.info, scales, correlations)
+        return self._error_cache[1], self._error_cache[2]
 
     def layer_overhead(self, layer: str, training: bool) -> float:
         """Fixed seconds of one call of `layer` (a class name such as "GCNConv") whatever

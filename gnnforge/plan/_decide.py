@@ -2,25 +2,28 @@
 uncertainty of that very prediction.
 
 A plan's predicted cost is a sum of per-primitive predictions, and each primitive model
-has its own error on graphs it never saw (held-out log errors: ~0.2 for GEMM, ~0.4-0.6
+has its own error on graphs it never saw (held-out RMS log error: ~0.2 for GEMM, ~0.4-0.6
 for the sparse primitives). Two plans of a layer share calls (GCN's four plans all run
 the same GEMM when the widths are equal); only the calls that differ can make the
-predicted ratio wrong. So the spread of a predicted gain log(C_default / C_plan) is
+predicted ratio wrong. With w_i = (seconds of differing call i) / (its plan's cost),
+signed + for the default's calls and - for the candidate's, the gain
+log(C_default / C_plan) has the spread
 
-    spread = sqrt( sum over calls of the default not in the plan (seconds x scale / C_default)^2
-                 + sum over calls of the plan not in the default (seconds x scale / C_plan)^2 )
+    spread^2 = sum_ij w_i w_j scale_i scale_j corr_ij
 
-with `scale` the primitive's held-out RMS log error. A plan is a candidate when its lower
-bound, gain - caution x spread, clears the margin; the highest lower bound wins. Where
-the differing calls are a small share of both plans (GCN 2048 -> 32: the plans differ
-in the width-32 aggregation next to a 2048-wide GEMM) a few percent of predicted gain is
-trustworthy; where they are most of the cost (256 -> 256, precomputed vs dynamic
-normalisation) even 15% is not. One global margin cannot tell the two apart.
+with `scale` the primitive's held-out RMS log error and `corr` the correlation of two
+calls' held-out errors on one graph: measured for two primitives at the same width
+(~0.6 for the unweighted and weighted SpMM) and for one primitive at two widths (only
+~0.1-0.4), 0 otherwise. A candidate's
+lower bound is gain - caution x spread; the highest lower bound wins if it clears the
+margin, else the default stays. Where the differing calls are a small share of both
+plans (GCN 2048 -> 32: the plans differ in the width-32 aggregation next to a 2048-wide
+GEMM) a few percent of predicted gain is trustworthy; where they are most of the cost
+(256 -> 256, precomputed vs dynamic normalisation) 15% may not be. One global margin
+cannot tell the two apart.
 
-Plans with identical primitive calls (the same work in another order) tie on predicted
-cost; per-primitive models cannot separate them. Ties go to the plan that measured
-faster within such ties on the calibration graphs (`preference`), then to the earlier
-candidate (the default first).
+Plans with identical calls (the same work in another order) tie; the earlier candidate
+wins (the default first).
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from typing import Hashable, TypeVar
 __all__ = ["Calls", "Rule", "choose", "gain_spread"]
 
 T = TypeVar("T")
-# A plan's primitive calls: key (primitive, bound sizes) -> (primitive, seconds each, count)
-Calls = Mapping[Hashable, tuple[str, float, int]]
-_TIE = 1e-9  # relative cost difference below which two plans tie (float rounding only)
+# A plan's primitive calls: key (primitive, bound sizes) -> (primitive, seconds each, count,
+# width: `_cost.call_width`)
+Calls = Mapping[Hashable, tuple[str, float, int, int]]
+_TIE = 1e-9  # a lower bound must beat the best so far by more than float rounding
 
 
 @dataclass(frozen=True)
@@ -46,12 +50,10 @@ class Rule:
         margin: log-gain the lower bound must exceed to leave the default.
         caution: multiples of a gain's spread subtracted before comparing (0: trust the
             point prediction).
-        preference: plan names (str of a composition), best first, for ties.
     """
 
     margin: float = 0.0
     caution: float = 0.0
-    preference: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not (self.margin >= 0 and self.caution >= 0):
@@ -59,32 +61,43 @@ class Rule:
                              f"caution={self.caution}")
 
 
-def gain_spread(default: Calls, plan: Calls, scales: Mapping[str, float]) -> float:
+def gain_spread(default: Calls, plan: Calls, scales: Mapping[str, float],
+                correlations: Mapping[str, Mapping[str, float]] | None = None) -> float:
     """Standard error (log space) of the predicted gain log(C_default / C_plan).
 
     Args:
         default, plan: each plan's calls (`Calls`); shared calls cancel.
         scales: primitive -> held-out RMS log error of its model (missing: 0).
+        correlations: primitive -> primitive -> correlation of their held-out errors on
+            one graph: for two primitives at the same width, and for a primitive with
+            itself at two widths (missing: 0). Calls of one primitive at one width
+            count as fully correlated, of different primitives at different widths as
+            uncorrelated.
     """
-    total_default = sum(seconds * count for _, seconds, count in default.values())
-    total_plan = sum(seconds * count for _, seconds, count in plan.values())
-    variance = 0.0
-    for mine, other, total in ((default, plan, total_default), (plan, default, total_plan)):
-        for key, (name, seconds, count) in mine.items():
+    correlations = correlations or {}
+    terms: list[tuple[str, int, float]] = []  # (primitive, width, signed share x scale)
+    for mine, other, sign in ((default, plan, 1.0), (plan, default, -1.0)):
+        total = sum(call[1] * call[2] for call in mine.values())
+        for key, (name, seconds, count, width) in mine.items():
             extra = count - (other[key][2] if key in other else 0)
             if extra > 0 and total > 0:
-                variance += (extra * seconds * scales.get(name, 0.0) / total) ** 2
-    return math.sqrt(variance)
-
-
-def _tied(costs: Sequence[float], spreads: Sequence[float], i: int, j: int) -> bool:
-    return (abs(costs[i] - costs[j]) <= _TIE * max(costs[i], costs[j])
-            and abs(spreads[i] - spreads[j]) <= _TIE * max(spreads[i], spreads[j], 1.0))
+                terms.append((name, width, sign * extra * seconds / total
+                              * scales.get(name, 0.0)))
+    variance = 0.0
+    for i, (name_i, width_i, w_i) in enumerate(terms):
+        for j, (name_j, width_j, w_j) in enumerate(terms):
+            if name_i == name_j and width_i == width_j:  # one model at one width
+                corr = 1.0
+            elif name_i == name_j or width_i == width_j:  # measured pairs
+                corr = correlations.get(name_i, {}).get(name_j, 0.0)
+            else:  # different models at different widths: unrelated
+                corr = 0.0
+            variance += w_i * w_j * corr
+    return math.sqrt(max(variance, 0.0))
 
 
 def choose(plans: Sequence[T], costs: Sequence[float], margin: float = 0.0,
-           spreads: Sequence[float] | None = None, caution: float = 0.0,
-           preference: Sequence[str] = ()) -> T:
+           spreads: Sequence[float] | None = None, caution: float = 0.0) -> T:
     """The plan with the best lower-bound gain over `plans[0]` (the default, as
     `candidates` orders them), or the default when no lower bound clears the margin.
 
@@ -96,8 +109,9 @@ def choose(plans: Sequence[T], costs: Sequence[float], margin: float = 0.0,
         spreads: each plan's `gain_spread` against the default (spreads[0] is unused);
             None: all 0.
         caution: multiples of the spread subtracted from each gain.
-        preference: str(plan) in tie-break order, best first; among plans of equal cost
-            and spread the best-ranked wins (unranked ones after, in candidate order).
+
+    Returns:
+        The chosen plan; on a tie the earlier one.
 
     Raises:
         ValueError: for a negative margin or caution, or lengths that differ.
@@ -110,10 +124,6 @@ def choose(plans: Sequence[T], costs: Sequence[float], margin: float = 0.0,
     best, bound = 0, margin
     for j in range(1, len(plans)):
         score = math.log(costs[0] / costs[j]) - caution * spreads[j]
-        if score > bound:
+        if score > bound * (1 + _TIE) + _TIE:
             best, bound = j, score
-    group = [j for j in range(len(plans)) if _tied(costs, spreads, best, j)]
-    if len(group) == 1 or not preference:
-        return plans[group[0]]
-    rank = {name: i for i, name in enumerate(preference)}
-    return plans[min(group, key=lambda j: (rank.get(str(plans[j]), len(rank)), j))]
+    return plans[best]

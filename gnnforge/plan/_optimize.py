@@ -17,7 +17,7 @@ from torch import nn
 
 from gnnforge.graph import Graph
 from gnnforge.plan._candidates import candidates, default_composition
-from gnnforge.plan._cost import CostModel, design_row, work
+from gnnforge.plan._cost import CostModel, call_width, design_row, work
 from gnnforge.plan._decide import Rule, choose, gain_spread
 from gnnforge.plan._features import graph_features
 from gnnforge.plan._primitives import Composition, bind, primitives
@@ -112,7 +112,7 @@ def predict_calls(plans: list[list[Composition]], symbols: list[dict[str, float]
     layer (a call shared by several plans, such as the projection GEMM, is predicted once).
     """
     calls: dict[tuple, int] = {}  # (layer's features, primitive, bound sizes) -> call number
-    names, rows, works = [], [], []
+    names, rows, works, widths = [], [], [], []
     members = []  # per layer, per plan: {call number: count}
     for layer_plans, values, graph in zip(plans, symbols, features):
         members.append([])
@@ -124,12 +124,14 @@ def predict_calls(plans: list[list[Composition]], symbols: list[dict[str, float]
                 if key not in calls:
                     calls[key] = len(names)
                     names.append(prim.name)
-                    rows.append(design_row(prim.name, dict(sizes), graph, training))
-                    works.append(work(prim.name, dict(sizes), graph))
+                    bound = dict(sizes)
+                    rows.append(design_row(prim.name, bound, graph, training))
+                    works.append(work(prim.name, bound, graph))
+                    widths.append(call_width(prim.name, bound, graph))
                 counts[calls[key]] = counts.get(calls[key], 0) + 1
             members[-1].append(counts)
     seconds = model.predict_many(names, rows, works) if names else []
-    return [[{i: (names[i], float(seconds[i]), n) for i, n in counts.items()}
+    return [[{i: (names[i], float(seconds[i]), n, widths[i]) for i, n in counts.items()}
              for counts in layer] for layer in members]
 
 
@@ -137,26 +139,23 @@ def cost_plans(plans: list[list[Composition]], symbols: list[dict[str, float]],
                features: list[dict[str, float]], training: bool,
                model: CostModel) -> list[list[float]]:
     """Predicted seconds of each plan: the sum of its primitives' predictions."""
-    return [[sum(seconds * count for _, seconds, count in plan.values()) for plan in layer]
+    return [[sum(call[1] * call[2] for call in plan.values()) for plan in layer]
             for layer in predict_calls(plans, symbols, features, training, model)]
 
 
 _primitives = cache(primitives)  # a composition's primitives never change
 
 
-def _rule(cost_model: Any, layer: str, training: bool, margin: float | None,
-          caution: float | None) -> Rule:
+def _rule(cost_model: Any, margin: float | None, caution: float | None) -> Rule:
     """The cost model's calibrated rule (duck-typed: test models may lack parts of it)."""
-    preference = getattr(cost_model, "tie_preference", None)
     return Rule(getattr(cost_model, "decision_margin", 0.0) if margin is None else margin,
-                getattr(cost_model, "decision_caution", 0.0) if caution is None else caution,
-                tuple(preference(layer, training)) if preference else ())
+                getattr(cost_model, "decision_caution", 0.0) if caution is None else caution)
 
 
 def _spreads(calls: list[dict], cost_model: Any) -> list[float]:
-    scale = getattr(cost_model, "error_scales", None)
-    scales = scale() if scale else {}
-    return [0.0] + [gain_spread(calls[0], plan, scales) for plan in calls[1:]]
+    scales = getattr(cost_model, "error_scales", dict)()
+    correlations = getattr(cost_model, "error_correlations", dict)()
+    return [0.0] + [gain_spread(calls[0], plan, scales, correlations) for plan in calls[1:]]
 
 
 def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
@@ -206,17 +205,16 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
         plans.append(layer_candidates(layer))
     calls = predict_calls(plans, symbols, features, training, cost_model)
     fixed = getattr(cost_model, "layer_overhead", lambda layer, training: 0.0)
-    rules, costs, chosen, spreads = [], [], [], []
+    rule = _rule(cost_model, margin, caution)
+    costs, chosen, spreads = [], [], []
     for (_, layer), layer_plans, layer_calls in zip(layers, plans, calls):
-        name = type(layer).__name__
-        rules.append(_rule(cost_model, name, training, margin, caution))
-        extra = fixed(name, training)  # the same for every plan: shrinks gains to scale
-        costs.append([extra + sum(s * n for _, s, n in c.values()) for c in layer_calls])
-        for c in layer_calls:  # the fixed cost is a call every plan makes
-            c["layer"] = ("layer", extra, 1)
+        extra = fixed(type(layer).__name__, training)  # the same for every plan
+        costs.append([extra + sum(call[1] * call[2] for call in c.values())
+                      for c in layer_calls])
+        for c in layer_calls:  # a call every plan makes: shrinks gains to their real size
+            c["layer"] = ("layer", extra, 1, 0)
         spreads.append(_spreads(layer_calls, cost_model))
-        chosen.append(choose(layer_plans, costs[-1], rules[-1].margin, spreads[-1],
-                             rules[-1].caution, rules[-1].preference))
+        chosen.append(choose(layer_plans, costs[-1], rule.margin, spreads[-1], rule.caution))
     overhead = time.perf_counter() - start
     decisions = []
     for (name, layer), layer_plans, layer_costs, pick, spread in zip(layers, plans, costs, chosen,
@@ -228,5 +226,4 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
                                        tuple(zip(layer_plans, layer_costs)), pick,
                                        default_composition(layer.plan_expression()),
                                        tuple(spread)))
-    return Plan(tuple(decisions), training, overhead, raw, rules[0].margin,
-                rules[0].caution)
+    return Plan(tuple(decisions), training, overhead, raw, rule.margin, rule.caution)

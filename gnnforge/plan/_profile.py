@@ -21,7 +21,7 @@ from tqdm import tqdm
 from gnnforge import ops
 from gnnforge._compat import require
 from gnnforge.graph import Graph
-from gnnforge.plan._cost import CostModel, design_row, work
+from gnnforge.plan._cost import CostModel, call_width, design_row, work
 from gnnforge.plan._features import graph_features
 from gnnforge.plan._primitives import PRIMITIVES
 from gnnforge.plan._suite import SuiteGraph
@@ -194,16 +194,24 @@ def fit(records: list[dict]) -> CostModel:
     return CostModel(models)
 
 
-def held_out_errors(records: list[dict], held_out: Iterable[str]) -> dict[str, dict]:
+def held_out_errors(records: list[dict], held_out: Iterable[str],
+                    min_pairs: int = 6) -> dict[str, dict]:
     """Train on all graphs but `held_out`, predict the held-out graphs' calls.
 
     Returns:
         Per primitive: number of held-out calls, median and mean absolute relative error
-        of predicted seconds, the fraction within a factor of 1.5, and the RMS of
-        log(predicted / measured) (`log_rms`: the decision rule's error scale).
+        of predicted seconds, the fraction within a factor of 1.5, the RMS of
+        log(predicted / measured) (`log_rms`: the decision rule's error scale), and
+        `correlation`: per primitive (itself included), the correlation of the two
+        models' mean log errors on the same graph and mode: for another primitive over
+        the (graph, mode, width) keys both were timed at; for itself between two
+        different widths (at least `min_pairs` pairs, else left out: taken as 0). A
+        graph slower than predicted for one SpMM is usually slower for the other
+        (measured: ~0.6 between the unweighted and the weighted SpMM at one width); one
+        model's errors at two widths correlate far less (~0.1-0.4).
     """
     held_out = set(held_out)
-    out = {}
+    out, by_key = {}, {}
     for name in PRIMITIVES:
         rows, targets, works, graphs = _matrices(records, name)
         test = np.isin(graphs, list(held_out))
@@ -218,7 +226,33 @@ def held_out_errors(records: list[dict], held_out: Iterable[str]) -> dict[str, d
                          mean_rel_error=float(np.mean(relative)),
                          within_1_5x=float(np.mean(ratio <= 1.5)),
                          log_rms=float(np.sqrt(np.mean(np.log(ratio) ** 2))))
+        calls = [r for r in records if r["primitive"] == name and r["graph"] in held_out]
+        errors = defaultdict(list)
+        for r, error in zip(calls, np.log(predicted / actual)):
+            errors[(r["graph"], r["training"],
+                    call_width(name, r["sizes"], r["features"]))].append(float(error))
+        by_key[name] = {key: float(np.mean(v)) for key, v in errors.items()}
+    for name, errors in by_key.items():
+        out[name]["correlation"] = {}
+        for other, other_errors in by_key.items():
+            if other == name:  # the same model at two widths of one graph and mode
+                pairs = [(errors[a], errors[b]) for a in errors for b in errors
+                         if a[:2] == b[:2] and a[2] < b[2]]
+            else:
+                pairs = [(errors[k], other_errors[k]) for k in errors if k in other_errors]
+            value = _correlation(pairs, min_pairs)
+            if value is not None:
+                out[name]["correlation"][other] = value
     return out
+
+
+def _correlation(pairs: list[tuple[float, float]], min_pairs: int) -> float | None:
+    if len(pairs) < min_pairs:
+        return None
+    a, b = np.asarray(pairs).T
+    if a.std() == 0 or b.std() == 0:
+        return None
+    return float(np.corrcoef(a, b)[0, 1])
 
 
 def per_graph_summary(records: list[dict]) -> dict[str, int]:
