@@ -99,7 +99,7 @@ def measure(model_name, graph, widths, training, iters, samples, seed, cost_mode
         chosen=str(layer.plan), first={str(p): s for p, s in first.items()},
         times={str(p): t for p, t in times.items()},
         overhead=statistics.median(d.overhead_s for d in decisions),
-        margin=decision.margin,
+        margin=decision.margin, caution=decision.caution,
         predicted={str(p): c for p, c in decision.decisions[0].costs},
         candidates=len(layer_candidates(layer)), iters=iters)
 

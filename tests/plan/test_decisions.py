@@ -13,8 +13,9 @@ from gnnforge.data import grid_2d, rmat
 from gnnforge.graph import Graph
 from gnnforge.nn import GATConv, GCNConv
 from gnnforge.plan import candidates, choose, default_composition, layer_candidates, optimize
-from gnnforge.plan._calibrate import (decision_errors, decision_margin, layer_overheads,
-                                      time_plans)
+from gnnforge.plan._calibrate import (decision_errors, decision_margin, decision_rule,
+                                      layer_overheads, rule_losses, time_plans)
+from gnnforge.plan._decide import gain_spread
 from gnnforge.plan._explain import LAYER_EXPRESSIONS
 from gnnforge.plan._prune import regime_of
 from gnnforge.plan._suite import _ball, profile_graph_names, profile_graphs
@@ -75,6 +76,79 @@ def test_choose_leaves_the_default_only_beyond_the_margin():
         choose(plans, [1.0, 0.5, 0.5], margin=-0.1)
     with pytest.raises(ValueError, match="as many costs"):
         choose(plans, [1.0, 0.5])
+
+
+def test_choose_subtracts_caution_times_spread():
+    plans = ["default", "a", "b"]
+    costs = [1.0, 0.8, 0.9]  # gains log 1.25 = 0.223 and log 1.11 = 0.105
+    assert choose(plans, costs) == "a"
+    # a is cheaper but uncertain: its lower bound 0.223 - 0.2 = 0.023 is below b's 0.095
+    assert choose(plans, costs, spreads=[0.0, 0.2, 0.01], caution=1.0) == "b"
+    assert choose(plans, costs, spreads=[0.0, 0.2, 0.01], caution=0.0) == "a"
+    assert choose(plans, costs, spreads=[0.0, 0.3, 0.2], caution=1.0) == "default"
+    assert choose(plans, costs, margin=0.1, spreads=[0.0, 0.2, 0.01], caution=1.0) == "default"
+    assert choose(plans, costs, margin=0.09, spreads=[0.0, 0.2, 0.01], caution=1.0) == "b"
+    assert choose(plans, [1.0, 0.8, 0.8], spreads=[0.0, 0.1, 0.1], caution=1.0) == "a"  # tie
+    with pytest.raises(ValueError, match="caution"):
+        choose(plans, costs, spreads=[0.0, 0.1, 0.1], caution=-1.0)
+    with pytest.raises(ValueError, match="spreads"):
+        choose(plans, costs, spreads=[0.0, 0.1])
+
+
+def test_gain_spread_known_answers():
+    # value: (primitive, seconds each, count, width)
+    default = {"g": ("gemm", 1.0, 1, 64), "w": ("spmm_w", 1.0, 1, 64)}           # total 2
+    plan = {"g": ("gemm", 1.0, 1, 64), "u": ("spmm_u", 0.5, 1, 64),
+            "r": ("rowbcast", 0.25, 2, 64)}                                    # total 2
+    scales = {"gemm": 0.2, "spmm_w": 0.4, "spmm_u": 0.4, "rowbcast": 0.5}
+    # the shared GEMM cancels; terms: +1/2 x 0.4, -0.5/2 x 0.4, -2 x 0.25/2 x 0.5
+    terms = (0.2, -0.1, -0.125)
+    assert gain_spread(default, plan, scales) == pytest.approx(math.sqrt(sum(t * t for t in terms)))
+    correlated = {"spmm_w": {"spmm_u": 0.6}, "spmm_u": {"spmm_w": 0.6}}
+    expected = math.sqrt(sum(t * t for t in terms) + 2 * 0.6 * terms[0] * terms[1])
+    assert gain_spread(default, plan, scales, correlated) == pytest.approx(expected)
+    assert gain_spread(default, default, scales, correlated) == 0.0
+    # the correlation applies at equal widths only; one primitive at two widths uses its
+    # own cross-width correlation
+    wide = {"g": ("gemm", 1.0, 1, 64), "u": ("spmm_u", 0.5, 1, 32),
+            "r": ("rowbcast", 0.25, 2, 64)}
+    assert gain_spread(default, wide, scales, correlated) == pytest.approx(
+        gain_spread(default, plan, scales))
+    one = {"u": ("spmm_u", 1.0, 1, 256)}
+    other = {"v": ("spmm_u", 1.0, 1, 32)}
+    assert gain_spread(one, other, scales) == pytest.approx(0.4 * math.sqrt(2))
+    assert gain_spread(one, other, scales, {"spmm_u": {"spmm_u": 0.5}}) == pytest.approx(0.4)
+
+
+def _spread_record(config, predicted, spread, measured, plan="p"):
+    return dict(graph=config, layer="GCNConv", widths=[8, 8], training=False, plan=plan,
+                default="d", predicted_gain=predicted, spread=spread, measured_gain=measured)
+
+
+def test_decision_rule_is_a_quantile_of_standardised_errors():
+    # standardised over-predictions (predicted - measured) / spread: 0, 1, ..., 9
+    records = [_spread_record(f"c{i}", 0.1 * i, 0.1, 0.0) for i in range(10)]
+    records.append(_spread_record("tie", 0.0, 0.0, -0.5))  # no spread: not counted
+    margin, caution = decision_rule(records)
+    assert margin == 0.0 and caution == pytest.approx(8.1)  # numpy's linear 90% quantile
+    assert decision_rule(records, quantile=0.5) == (0.0, pytest.approx(4.5))
+    assert decision_rule([_spread_record("a", 0.1, 0.1, 0.5)])[1] == 0.0  # under-predicted
+    with pytest.raises(ValueError, match="no calibration records"):
+        decision_rule([])
+    with pytest.raises(ValueError, match="spread"):
+        decision_rule([_record("a", 0.1, 0.1)])
+    with pytest.raises(ValueError, match="quantile"):
+        decision_rule(records, quantile=1.5)
+
+
+def test_rule_losses_replays_choose_on_the_calibration():
+    records = [_spread_record("a", 0.5, 0.1, -0.3, "x"),   # lower bound 0.5 - k 0.1
+               _spread_record("a", 0.2, 0.01, 0.1, "y"),   # lower bound 0.2 - k 0.01
+               _spread_record("b", 0.05, 0.01, -0.2, "x")]
+    lost = rule_losses(records, margin=0.0, caution=0.0)
+    assert [(r["plan"], r["measured_gain"]) for r in lost] == [("x", -0.3), ("x", -0.2)]
+    assert [r["plan"] for r in rule_losses(records, 0.0, 4.0)] == ["x"]  # y wins in a
+    assert rule_losses(records, 0.0, 6.0) == []
 
 
 def test_optimize_applies_the_cost_models_margin():
@@ -231,3 +305,63 @@ def test_profile_cli_rejects_unknown_graph_names(capsys):
     with pytest.raises(SystemExit):
         main(["plan", "profile", "--no-fit", "--graphs", "no-such-graph"])
     assert "unknown --graphs ['no-such-graph']" in capsys.readouterr().err
+
+
+class UncertainRateModel(RateModel):
+    """RateModel with held-out error scales and a caution, as profiled models have."""
+
+    def __init__(self, caution: float):
+        super().__init__()
+        self.decision_caution = caution
+
+    def error_scales(self):
+        return {name: 0.3 for name in self.rates}
+
+    def error_correlations(self):
+        return {}
+
+
+def test_optimize_applies_the_cost_models_caution():
+    graph = rmat(8, 2000, seed=3)
+    free = optimize(GCNConv(16, 256), graph, training=False, cost_model=UncertainRateModel(0.0))
+    decision = free.decisions[0]
+    assert decision.chosen != decision.default
+    assert len(decision.spreads) == len(decision.costs) and decision.spreads[0] == 0.0
+    costs = dict(decision.costs)
+    spreads = dict(zip(costs, decision.spreads))
+    gain = math.log(costs[decision.default] / costs[decision.chosen])
+    assert 0 < spreads[decision.chosen] < gain
+    # a caution that puts every lower bound below 0 keeps the default
+    caution = max(math.log(costs[decision.default] / c) / s
+                  for plan, c in costs.items() if (s := spreads[plan]) > 0) * 1.01
+    kept = optimize(GCNConv(16, 256), graph, training=False,
+                    cost_model=UncertainRateModel(caution))
+    assert kept.decisions[0].chosen == kept.decisions[0].default
+    assert f"{caution:.2f} x its spread" in str(kept) and "+-" in str(kept)
+    forced = optimize(GCNConv(16, 256), graph, training=False,
+                      cost_model=UncertainRateModel(caution), caution=0.0)
+    assert forced.decisions[0].chosen == decision.chosen
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_shipped_models_choices_compute_the_default_results(training):
+    from gnnforge.plan._suite import _mycielski
+
+    graph = _mycielski(8)  # dense: every layer here predicts a gain off the default plan
+    torch.manual_seed(0)
+    for layer in (GCNConv(32, 256), GCNConv(256, 32), GATConv(32, 256)):
+        layer.train(training)
+        x = torch.randn(graph.num_nodes, layer.plan_symbols()["I"], requires_grad=True)
+        default_out = layer(graph, x)
+        default_out.square().sum().backward()
+        default_grads = [x.grad.clone()] + [p.grad.clone() for p in layer.parameters()]
+        x.grad = None
+        layer.zero_grad()
+        plan = optimize(layer, graph, training=training, margin=0.0, caution=0.0)
+        assert layer.plan == plan.decisions[0].chosen != plan.decisions[0].default
+        out = layer(graph, x)
+        out.square().sum().backward()
+        grads = [x.grad] + [p.grad for p in layer.parameters()]
+        torch.testing.assert_close(out, default_out, rtol=1e-4, atol=1e-4)
+        for got, expected in zip(grads, default_grads):
+            torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-3)

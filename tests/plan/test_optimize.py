@@ -121,6 +121,12 @@ def test_forest_walk_equals_xgboost(tmp_path):
     padded = np.concatenate([rows, np.zeros((300, 0), np.float32)], axis=1)
     np.testing.assert_allclose(both.predict(np.arange(300) % 2, padded),
                                booster.inplace_predict(rows), atol=1e-4)
+    # the compiled walk equals the NumPy walk, NaN features (go right) included
+    rows[::7, 1] = np.nan
+    which = rng.integers(0, 2, size=300)
+    np.testing.assert_allclose(both.predict(which, rows), both.predict_numpy(which, rows),
+                               rtol=1e-12)
+    assert both.predict(np.zeros(0, np.int64), rows[:0]).shape == (0,)
 
 
 def test_missing_model_file_names_the_fix(tmp_path):
