@@ -19,14 +19,11 @@ from torch import nn
 
 from gnnforge.plan._primitives import Composition
 
-__all__ = ["CALIBRATION_WIDTHS", "CAUTION_QUANTILE", "MIN_GAIN", "decision_errors",
+__all__ = ["CALIBRATION_WIDTHS", "CAUTION_QUANTILE", "decision_errors",
            "decision_margin", "decision_rule", "layer_iteration", "layer_overheads",
            "rule_losses", "time_plans"]
 
 CALIBRATION_WIDTHS = ((32, 256), (256, 32), (256, 256), (64, 1024), (1024, 64))
-# The decision rule's margin: the lower bound of the gain must be positive (the bound, not
-# a margin on top of it, carries the caution; exact ties keep the default).
-MIN_GAIN = 0.0
 # The decision rule's lower bound is one-sided at this quantile of the calibration's
 # standardised errors: it overstates the gain in 1 pair of 10, and a loss beyond 5% needs
 # an error larger still.
@@ -173,8 +170,19 @@ def decision_errors(cost_model: Any, graphs: Iterable[tuple[str, Any]],
                     plan=str(plan), default=str(default),
                     predicted_gain=math.log(predicted[default] / predicted[plan]),
                     spread=spread[plan],
-                    measured_gain=math.log(measured[default] / measured[plan])))
+                    measured_gain=math.log(measured[default] / measured[plan]),
+                    timing_noise=_half_difference(times[default], times[plan])))
     return records
+
+
+def _half_difference(default: list[float], plan: list[float]) -> float:
+    """|gain measured on the odd rounds - gain measured on the even rounds|: how well the
+    timings resolve this gain (0 with fewer than 2 rounds)."""
+    if min(len(default), len(plan)) < 2:
+        return 0.0
+    odd = math.log(statistics.median(default[0::2]) / statistics.median(plan[0::2]))
+    even = math.log(statistics.median(default[1::2]) / statistics.median(plan[1::2]))
+    return abs(odd - even)
 
 
 def decision_margin(records: Sequence[dict], tolerance: float = 0.05) -> float:
@@ -224,16 +232,22 @@ def _check(records: Sequence[dict]) -> None:
                          "calibration with this version)")
 
 
-def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE,
-                  margin: float = MIN_GAIN) -> tuple[float, float]:
-    """(margin, caution) for `choose`: caution is the `quantile` of the standardised
-    over-prediction (predicted - measured gain) / spread over the calibration pairs, so
-    a candidate's lower bound gain - caution x spread undershoots its measured gain in
-    that share of them. A statistic of all pairs, unlike the largest loss (what a
-    margin-only rule must cover): one noisy timing cannot move it far. Two calibrations
-    of the same models, timed minutes apart, needed margin-only margins of 0.14 and
-    0.00, and gave 90% quantiles within 3% of each other (1.44 and 1.48 with
-    uncorrelated spreads).
+def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE
+                  ) -> tuple[float, float]:
+    """(margin, caution) for `choose`.
+
+    The caution is the `quantile` of the standardised over-prediction (predicted -
+    measured gain) / spread over the calibration pairs, so a candidate's lower bound
+    gain - caution x spread undershoots its measured gain in that share of them. A
+    statistic of all pairs, unlike the largest loss (what a margin-only rule must
+    cover): one noisy timing cannot move it far. Two calibrations of the same models,
+    timed minutes apart, needed margin-only margins of 0.14 and 0.00, and gave 90%
+    quantiles within 3% of each other (1.44 and 1.48 with uncorrelated spreads).
+
+    The margin is the timing resolution: the median over the pairs of |gain measured on
+    the odd rounds - gain on the even rounds| (`timing_noise`). A lower bound below it
+    promises a gain the timings here cannot confirm; leaving the default for it trades
+    the default's certain 1.0x for a coin flip on noise.
 
     Raises:
         ValueError: with no records, records without spreads (older calibrations) or
@@ -242,15 +256,21 @@ def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE,
     _check(records)
     if not 0 <= quantile <= 1:
         raise ValueError(f"decision_rule: quantile must be in [0, 1], got {quantile}")
-    standardised = sorted((r["predicted_gain"] - r["measured_gain"]) / r["spread"]
-                          for r in records if r["spread"] > 0)
+    standardised = [(r["predicted_gain"] - r["measured_gain"]) / r["spread"]
+                    for r in records if r["spread"] > 0]
     if not standardised:
         raise ValueError("decision_rule: no calibration pair has a spread (no error scales)")
-    position = quantile * (len(standardised) - 1)  # linear interpolation, as numpy's default
+    margin = statistics.median(r.get("timing_noise", 0.0) for r in records)
+    return margin, max(_quantile(standardised, quantile), 0.0)
+
+
+def _quantile(values: Sequence[float], quantile: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    ordered = sorted(values)
+    position = quantile * (len(ordered) - 1)
     low = int(position)
-    high = min(low + 1, len(standardised) - 1)
-    value = standardised[low] + (standardised[high] - standardised[low]) * (position - low)
-    return margin, max(value, 0.0)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def rule_losses(records: Sequence[dict], margin: float, caution: float,

@@ -131,6 +131,9 @@ def test_decision_rule_is_a_quantile_of_standardised_errors():
     records.append(_spread_record("tie", 0.0, 0.0, -0.5))  # no spread: not counted
     margin, caution = decision_rule(records)
     assert margin == 0.0 and caution == pytest.approx(8.1)  # numpy's linear 90% quantile
+    # the margin is the median timing noise of the measured gains
+    noisy = [dict(r, timing_noise=0.01 * i) for i, r in enumerate(records)]
+    assert decision_rule(noisy)[0] == pytest.approx(0.05)
     assert decision_rule(records, quantile=0.5) == (0.0, pytest.approx(4.5))
     assert decision_rule([_spread_record("a", 0.1, 0.1, 0.5)])[1] == 0.0  # under-predicted
     with pytest.raises(ValueError, match="no calibration records"):
@@ -215,6 +218,7 @@ def test_decision_errors_and_margin_on_tiny_graphs():
     assert len(records) == 2 * 2 * ((2 + 1) + (3 + 1))
     assert all(math.isfinite(r["predicted_gain"]) and math.isfinite(r["measured_gain"])
                for r in records)
+    assert all(r["timing_noise"] >= 0 and r["spread"] == 0.0 for r in records)
     assert decision_margin(records) >= 0
     with pytest.raises(ValueError, match="no calibration records"):
         decision_margin([])
@@ -365,3 +369,13 @@ def test_shipped_models_choices_compute_the_default_results(training):
         torch.testing.assert_close(out, default_out, rtol=1e-4, atol=1e-4)
         for got, expected in zip(grads, default_grads):
             torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-3)
+
+
+def test_timing_noise_is_the_odd_even_difference_of_the_gain():
+    from gnnforge.plan._calibrate import _half_difference
+
+    default = [2.0, 4.0, 2.0, 4.0]   # odd rounds 2.0, even rounds 4.0
+    plan = [1.0, 1.0, 1.0, 1.0]
+    assert _half_difference(default, plan) == pytest.approx(math.log(4.0) - math.log(2.0))
+    assert _half_difference(plan, plan) == 0.0
+    assert _half_difference([1.0], [2.0]) == 0.0
