@@ -234,20 +234,19 @@ def _check(records: Sequence[dict]) -> None:
 
 def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE
                   ) -> tuple[float, float]:
-    """(margin, caution) for `choose`.
+    """(margin, caution) for `choose`: margin 0, and the caution that makes a gain's lower
+    bound one-sided at `quantile`.
 
     The caution is the `quantile` of the standardised over-prediction (predicted -
     measured gain) / spread over the calibration pairs, so a candidate's lower bound
-    gain - caution x spread undershoots its measured gain in that share of them. A
+    gain - caution x spread overstates its measured gain in 1 - quantile of them (the
+    measured gains carry the calibration's timing noise, so the bound covers it too). A
     statistic of all pairs, unlike the largest loss (what a margin-only rule must
     cover): one noisy timing cannot move it far. Two calibrations of the same models,
     timed minutes apart, needed margin-only margins of 0.14 and 0.00, and gave 90%
-    quantiles within 3% of each other (1.44 and 1.48 with uncorrelated spreads).
-
-    The margin is the timing resolution: the median over the pairs of |gain measured on
-    the odd rounds - gain on the even rounds| (`timing_noise`). A lower bound below it
-    promises a gain the timings here cannot confirm; leaving the default for it trades
-    the default's certain 1.0x for a coin flip on noise.
+    quantiles within 3% of each other (1.44 and 1.48 with uncorrelated spreads). With the
+    caution in the bound, the margin is 0: leave the default whenever the bound says the
+    candidate is faster.
 
     Raises:
         ValueError: with no records, records without spreads (older calibrations) or
@@ -260,8 +259,7 @@ def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE
                     for r in records if r["spread"] > 0]
     if not standardised:
         raise ValueError("decision_rule: no calibration pair has a spread (no error scales)")
-    margin = statistics.median(r.get("timing_noise", 0.0) for r in records)
-    return margin, max(_quantile(standardised, quantile), 0.0)
+    return 0.0, max(_quantile(standardised, quantile), 0.0)
 
 
 def _quantile(values: Sequence[float], quantile: float) -> float:

@@ -154,11 +154,13 @@ def _print_calibration(calibration: list[dict], model) -> None:
 
     caution, margin = model.decision_caution, model.decision_margin
     lost = rule_losses(calibration, margin, caution)
+    noise = statistics.median(r.get("timing_noise", 0.0) for r in calibration)
     print(f"decision rule: leave the default when predicted gain - {caution:.2f} x spread > "
-          f"{margin:.3f} (caution: the 90% quantile of (predicted - measured gain) / spread; "
-          f"margin: the median timing noise of a measured gain); on the calibration "
-          f"configurations its pick loses > 5% to the default in {len(lost)}; a margin-only "
-          f"rule would need a margin of {decision_margin(calibration):.3f}")
+          f"{margin:.3f} (caution: the 90% quantile of (predicted - measured gain) / spread); "
+          f"on the calibration configurations its pick loses > 5% to the default in "
+          f"{len(lost)}; a margin-only rule would need a margin of "
+          f"{decision_margin(calibration):.3f}; timing noise of a measured gain (odd vs even "
+          f"rounds): median {noise:.3f}")
 
 
 def run(args: argparse.Namespace) -> int:

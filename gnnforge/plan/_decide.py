@@ -16,7 +16,7 @@ calls' held-out errors on one graph: measured for two primitives at the same wid
 (~0.6 for the unweighted and weighted SpMM) and for one primitive at two widths (only
 ~0.1-0.4), 0 otherwise. A candidate's
 lower bound is gain - caution x spread; the highest lower bound wins if it clears the
-margin (the timing resolution, `_calibrate.decision_rule`), else the default stays. Where the differing calls are a small share of both
+margin (0 for profiled models: `_calibrate.decision_rule`), else the default stays. Where the differing calls are a small share of both
 plans (GCN 2048 -> 32: the plans differ in the width-32 aggregation next to a 2048-wide
 GEMM) a few percent of predicted gain is trustworthy; where they are most of the cost
 (256 -> 256, precomputed vs dynamic normalisation) 15% may not be. One global margin
