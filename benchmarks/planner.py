@@ -274,9 +274,11 @@ def print_tables(rows) -> None:
               f"{share('within'):.0%} | {share('judged'):.0%} |")
     _print_legend(rows)
     ratios = sorted(e["overhead_ratio"] for _, e in results)
+    seconds = sorted(r["overhead"] for r in rows)
     print(f"\nplanning overhead / one iteration of the chosen plan: median "
           f"{_median(ratios):.3f}, max {ratios[-1]:.3f}; within one iteration in "
-          f"{sum(v <= 1 for v in ratios)}/{len(ratios)} configurations")
+          f"{sum(v <= 1 for v in ratios)}/{len(ratios)} configurations; planning itself: "
+          f"median {_median(seconds) * 1e3:.2f} ms, max {seconds[-1] * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":
