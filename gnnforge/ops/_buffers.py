@@ -16,6 +16,7 @@ physical memory, at most 2 GiB; 0 disables the pool); `empty_cache()` drops them
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import weakref
@@ -64,25 +65,25 @@ class BufferPool:
     def __init__(self, cap_bytes: int, advise=None):
         self.cap_bytes = cap_bytes
         self._advise = advise
-        self._free: list[np.ndarray] = []   # least recently freed first
+        self._free: list[tuple[np.ndarray, int, int]] = []   # least recently freed first
         self._free_bytes = 0
-        self._lent: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+        self._lent: dict[int, tuple[weakref.ref, tuple[np.ndarray, int, int]]] = {}
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
         """An uninitialised tensor of `shape`/`dtype`, from a reused buffer when one fits."""
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        if self.cap_bytes <= 0 or nbytes < MIN_POOLED_BYTES or dtype not in _NUMPY_DTYPES:
+        # Called right after a kernel has streamed its data through the caches, when every
+        # line of code not run since is cold (numpy's reductions and `.ctypes` cost
+        # 100-200 us then): so, few and cheap calls here.
+        nbytes = math.prod(shape) * dtype.itemsize
+        element = _NUMPY_DTYPES.get(dtype)
+        if self.cap_bytes <= 0 or nbytes < MIN_POOLED_BYTES or element is None:
             return self._unpooled(shape, dtype, nbytes)
-        buffer = self._take(nbytes)
-        if buffer is None:
-            buffer = self._new(nbytes)
-        start = (-buffer.ctypes.data) % _ALIGN
-        view = buffer[start:start + nbytes].view(_NUMPY_DTYPES[dtype]).reshape(shape)
+        buffer = self._take(nbytes) or self._new(nbytes)
+        view = np.ndarray(shape, element, buffer[0], buffer[1])
         reference = weakref.ref(view, self._returned)
-        with self._lock:
-            self._lent[id(reference)] = (reference, buffer)
+        self._lent[id(reference)] = (reference, buffer)
         return torch.from_numpy(view)
 
     def _unpooled(self, shape, dtype, nbytes: int) -> Tensor:
@@ -96,35 +97,41 @@ class BufferPool:
         with self._lock:
             self._free, self._free_bytes = [], 0
 
-    def _take(self, nbytes: int) -> np.ndarray | None:
+    def _take(self, nbytes: int) -> tuple[np.ndarray, int, int] | None:
         # The smallest free buffer that holds nbytes without wasting more than half of it.
         with self._lock:
-            fits = [(b.nbytes, i) for i, b in enumerate(self._free)
-                    if nbytes + _ALIGN <= b.nbytes <= 2 * nbytes + _ROUND]
-            if not fits:
+            best = None
+            for index, (_, _, capacity) in enumerate(self._free):
+                if nbytes <= capacity <= 2 * nbytes + _ROUND and (
+                        best is None or capacity < self._free[best][2]):
+                    best = index
+            if best is None:
                 self.misses += 1
                 return None
             self.hits += 1
-            buffer = self._free.pop(min(fits)[1])
-            self._free_bytes -= buffer.nbytes
+            buffer = self._free.pop(best)
+            self._free_bytes -= buffer[2]
             return buffer
 
-    def _new(self, nbytes: int) -> np.ndarray:
+    def _new(self, nbytes: int) -> tuple[np.ndarray, int, int]:
+        """(array, offset of its first 64-byte aligned byte, usable bytes from there)."""
         capacity = -(-(nbytes + _ALIGN) // _ROUND) * _ROUND
-        buffer = np.empty(capacity, dtype=np.uint8)
+        array = np.empty(capacity, dtype=np.uint8)
+        address = array.ctypes.data
         if self._advise is not None:
-            self._advise(buffer.ctypes.data, capacity)
-        return buffer
+            self._advise(address, capacity)
+        offset = -address % _ALIGN
+        return array, offset, capacity - offset
 
     def _returned(self, reference: weakref.ref) -> None:
         with self._lock:
             _, buffer = self._lent.pop(id(reference))
-            if buffer.nbytes > self.cap_bytes:
+            if buffer[2] > self.cap_bytes:
                 return
             self._free.append(buffer)
-            self._free_bytes += buffer.nbytes
+            self._free_bytes += buffer[2]
             while self._free_bytes > self.cap_bytes:
-                self._free_bytes -= self._free.pop(0).nbytes
+                self._free_bytes -= self._free.pop(0)[2]
 
 
 _POOL: BufferPool | None = None
