@@ -12,14 +12,17 @@ Peak memory: Linux's resident-set high-water mark (VmHWM) is reset through
 resident set just before the call: every byte the call touched, from any allocator
 (torch, numpy, numba), output included. "n/a" where /proc or glibc is unavailable. For
 that one call glibc is told (mallopt, after malloc_trim returns free heap pages) to map
-every buffer of 64 KiB or more afresh; otherwise freed heap memory is reused without
-raising the resident set and the peak reads as 0.
+every buffer of 64 KiB or more afresh, and gnnforge's pool of reused kernel outputs is
+emptied (`gnnforge.ops.empty_cache()`); otherwise freed memory is reused without raising
+the resident set and the peak reads as 0.
 
 Timed runs use glibc's warmed-up thresholds instead (buffers below 32 MiB reused from
 the heap), as a training loop sees them. With every buffer freshly mapped, each output
 pays its page faults (about 1.2 us per 4 KiB page on this VM: Pubmed F=64 copy_u_sum
 2.56 ms against 0.33 ms for its kernel), which then dominates the small graphs for every
-method. `--fresh-pages` times the old way (the whole run under
+method. gnnforge's native kernels take outputs of 1 MiB or more from their own pool of
+reused buffers (gnnforge/ops/_buffers.py), so they pay those faults once, not per call;
+the peers get what glibc gives them. `--fresh-pages` times the old way (the whole run under
 MALLOC_MMAP_THRESHOLD_=65536), for comparison with the earlier tables.
 
 Pubmed comes from `gnnforge.data.load_dataset('pubmed', symmetrize=True, dedup=True,
@@ -155,6 +158,7 @@ def _peak_mib(function) -> float | None:
     if not fresh:
         return None
     try:
+        ops.empty_cache()  # gnnforge's reused output buffers: the call allocates afresh
         if _glibc() is not None:
             _glibc().malloc_trim(0)  # free heap pages back to the OS: re-use is then counted
         with open("/proc/self/clear_refs", "w") as handle:

@@ -2,10 +2,12 @@
 
 `gspmm` reduces per-edge messages onto destination nodes, `gsddmm` computes one value
 per edge; the shortcuts (`copy_u_sum`, `u_mul_e_sum`, `u_dot_v`, ...) name common cases
-and `edge_softmax` normalises attention logits. `use_backend` forces a backend. See
+and `edge_softmax` normalises attention logits. `use_backend` forces a backend;
+`empty_cache` releases the reused output buffers of the native kernels. See
 docs/kernels.md.
 """
 
+from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
 from gnnforge.ops._dispatch import BACKENDS, use_backend
 from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._generic import gsddmm, gspmm
@@ -44,6 +46,7 @@ from gnnforge.ops._shortcuts import (
 
 __all__ = [
     "BACKENDS",
+    "buffer_pool_statistics",
     "copy_e_max",
     "copy_e_mean",
     "copy_e_min",
@@ -60,6 +63,7 @@ __all__ = [
     "e_mul_v",
     "e_sub_v",
     "edge_softmax",
+    "empty_cache",
     "gsddmm",
     "gspmm",
     "u_add_e_max",

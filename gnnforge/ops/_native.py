@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops import _cpu
+from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._native_build import load
 
 __all__ = ["available", "extreme_grad_native", "gsddmm_native", "gspmm_native",
@@ -28,8 +29,6 @@ _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 _PARALLEL_WORK = 2**18
 # The max/min gradient's column scatter runs on one thread for rows this wide (measured).
 _SERIAL_SCATTER_BYTES = 1024
-# Outputs at least this large get transparent huge pages asked for before the first touch.
-_HUGE_BYTES = 32 * 2**20
 
 
 def available() -> bool:
@@ -55,11 +54,7 @@ def _extreme_grad_threads(edges: int, width: int, dtype: torch.dtype) -> int:
 
 
 def _empty(rows: int, width: int, dtype: torch.dtype) -> Tensor:
-    out = torch.empty((rows, width), dtype=dtype)
-    nbytes = rows * width * (4 if dtype in (torch.float32, torch.int32) else 8)
-    if nbytes >= _HUGE_BYTES:
-        load().gf_advise_huge(out.data_ptr(), nbytes)
-    return out
+    return pooled_empty((rows, width), dtype)
 
 
 def _rows(tensor: Tensor) -> Tensor:

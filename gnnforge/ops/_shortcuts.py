@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from gnnforge.ops._fast_copy import copy_u_fast
 from gnnforge.ops._generic import gsddmm, gspmm
 
 __all__ = [
@@ -25,12 +26,14 @@ __all__ = [
 
 def copy_u_sum(graph, x: Tensor) -> Tensor:
     """out[v] = sum of x[u] over in-edges (u, v). x [num_src, *F] -> [num_dst, *F]."""
-    return gspmm(graph, "copy_lhs", "sum", x, None)
+    out = copy_u_fast(graph, "sum", x)
+    return gspmm(graph, "copy_lhs", "sum", x, None) if out is None else out
 
 
 def copy_u_mean(graph, x: Tensor) -> Tensor:
     """out[v] = mean of x[u] over in-edges (0 without in-edges)."""
-    return gspmm(graph, "copy_lhs", "mean", x, None)
+    out = copy_u_fast(graph, "mean", x)
+    return gspmm(graph, "copy_lhs", "mean", x, None) if out is None else out
 
 
 def copy_u_max(graph, x: Tensor) -> Tensor:
