@@ -242,11 +242,10 @@ def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE
     gain - caution x spread overstates its measured gain in 1 - quantile of them (the
     measured gains carry the calibration's timing noise, so the bound covers it too). A
     statistic of all pairs, unlike the largest loss (what a margin-only rule must
-    cover): one noisy timing cannot move it far. Two calibrations of the same models,
-    timed minutes apart, needed margin-only margins of 0.14 and 0.00, and gave 90%
-    quantiles within 3% of each other (1.44 and 1.48 with uncorrelated spreads). With the
-    caution in the bound, the margin is 0: leave the default whenever the bound says the
-    candidate is faster.
+    cover): one noisy timing cannot move it far. Calibrations of the same models, timed
+    minutes apart, needed margin-only margins from 0.00 to 0.14, and gave cautions of
+    1.49-1.73 (three runs, two of them of the same models). With the caution in the bound, the margin is 0: leave the
+    default whenever the bound says the candidate is faster.
 
     Raises:
         ValueError: with no records, records without spreads (older calibrations) or

@@ -207,8 +207,8 @@ def held_out_errors(records: list[dict], held_out: Iterable[str],
         the (graph, mode, width) keys both were timed at; for itself between two
         different widths (at least `min_pairs` pairs, else left out: taken as 0). A
         graph slower than predicted for one SpMM is usually slower for the other
-        (measured: ~0.6 between the unweighted and the weighted SpMM at one width); one
-        model's errors at two widths correlate far less (~0.1-0.4).
+        (measured: 0.6-0.8 between the unweighted and the weighted SpMM at one width); one
+        model's errors at two widths correlate less (-0.1 to 0.6).
     """
     held_out = set(held_out)
     out, by_key = {}, {}
