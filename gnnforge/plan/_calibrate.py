@@ -243,9 +243,9 @@ def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE
     measured gains carry the calibration's timing noise, so the bound covers it too). A
     statistic of all pairs, unlike the largest loss (what a margin-only rule must
     cover): one noisy timing cannot move it far. Calibrations of the same models, timed
-    minutes apart, needed margin-only margins from 0.00 to 0.14, and gave cautions of
-    1.49-1.73 (three runs, two of them of the same models). With the caution in the bound, the margin is 0: leave the
-    default whenever the bound says the candidate is faster.
+    minutes apart, needed margin-only margins from 0.00 to 0.14; cautions were 1.49-1.73
+    (three runs, two of them of the same models). With the caution in the bound, the
+    margin is 0: leave the default whenever the bound says the candidate is faster.
 
     Raises:
         ValueError: with no records, records without spreads (older calibrations) or

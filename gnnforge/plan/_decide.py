@@ -14,13 +14,13 @@ log(C_default / C_plan) has the spread
 with `scale` the primitive's held-out RMS log error and `corr` the correlation of two
 calls' held-out errors on one graph: measured for two primitives at the same width
 (0.6-0.8 for the unweighted and weighted SpMM) and for one primitive at two widths
-(-0.1 to 0.6), 0 otherwise. A candidate's
-lower bound is gain - caution x spread; the highest lower bound wins if it clears the
-margin (0 for profiled models: `_calibrate.decision_rule`), else the default stays. Where the differing calls are a small share of both
-plans (GCN 2048 -> 32: the plans differ in the width-32 aggregation next to a 2048-wide
-GEMM) a few percent of predicted gain is trustworthy; where they are most of the cost
-(256 -> 256, precomputed vs dynamic normalisation) 15% may not be. One global margin
-cannot tell the two apart.
+(-0.1 to 0.6), 0 otherwise. A candidate's lower bound is gain - caution x spread; the
+highest lower bound wins if it clears the margin (0 for profiled models:
+`_calibrate.decision_rule`), else the default stays. Where the differing calls are a
+small share of both plans (GCN 2048 -> 32: the plans differ in the width-32 aggregation
+next to a 2048-wide GEMM) a few percent of predicted gain is trustworthy; where they are
+most of the cost (256 -> 256, precomputed vs dynamic normalisation) 15% may not be. One
+global margin cannot tell the two apart.
 
 Plans with identical calls (the same work in another order) tie; the earlier candidate
 wins (the default first).

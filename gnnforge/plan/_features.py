@@ -53,9 +53,10 @@ def graph_features(graph: Any) -> dict[str, float]:
     Returns a dict with `FEATURE_NAMES` and `num_self_loops` (not a model input; planning
     uses it to derive the features after a layer's self-loop handling): node and edge
     counts, density E / (Nd Ns), the mean, standard deviation, maximum and skewness of
-    destination in-degrees, and the fraction of destination rows with more than 4, 16, 64 and 256 in-edges (the rows a
-    pull SpMM spends most time on). Degrees are what SENSEi's models key on; skew and
-    the tail fractions separate power-law graphs from regular ones of equal mean.
+    destination in-degrees, and the fraction of destination rows with more than 4, 16,
+    64 and 256 in-edges (the rows a pull SpMM spends most time on). Degrees are what
+    SENSEi's models key on; skew and the tail fractions separate power-law graphs from
+    regular ones of equal mean.
 
     Args:
         graph: any object with num_src_nodes, num_dst_nodes and coo() (kernel protocol).
