@@ -139,7 +139,6 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _print_calibration(calibration: list[dict], model) -> None:
-    import math
 
     if not calibration:
         print("decision rule: not measured (margin 0, caution 0)")

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnforge.plan._forest import Forest, ForestSet
 from gnnforge.plan._features import DEGREE_THRESHOLDS
+from gnnforge.plan._forest import Forest, ForestSet
 from gnnforge.plan._primitives import PRIMITIVES
 
-__all__ = ["CostModel", "MODELS_DIR", "call_width", "design_row", "work"]
+__all__ = ["MODELS_DIR", "CostModel", "call_width", "design_row", "work"]
 
 MODELS_DIR = Path(__file__).parent / "models"
 _GRAPH_PRIMITIVES = ("spmm_u", "spmm_w", "spmm_att", "sddmm", "edge_softmax")

@@ -29,9 +29,9 @@ wins (the default first).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Hashable, TypeVar
+from typing import TypeVar
 
 __all__ = ["Calls", "Rule", "choose", "gain_spread"]
 

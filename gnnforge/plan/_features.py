@@ -17,7 +17,7 @@ import numba
 import numpy as np
 import torch
 
-__all__ = ["FEATURE_NAMES", "DEGREE_THRESHOLDS", "degrees_and_loops", "graph_features"]
+__all__ = ["DEGREE_THRESHOLDS", "FEATURE_NAMES", "degrees_and_loops", "graph_features"]
 
 DEGREE_THRESHOLDS = (4, 16, 64, 256)
 FEATURE_NAMES = ("num_src_nodes", "num_dst_nodes", "num_edges", "density", "degree_mean",

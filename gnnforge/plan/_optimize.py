@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import time
-from functools import cache
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from torch import nn

@@ -13,8 +13,14 @@ from gnnforge.data import grid_2d, rmat
 from gnnforge.graph import Graph
 from gnnforge.nn import GATConv, GCNConv
 from gnnforge.plan import candidates, choose, default_composition, layer_candidates, optimize
-from gnnforge.plan._calibrate import (decision_errors, decision_margin, decision_rule,
-                                      layer_overheads, rule_losses, time_plans)
+from gnnforge.plan._calibrate import (
+    decision_errors,
+    decision_margin,
+    decision_rule,
+    layer_overheads,
+    rule_losses,
+    time_plans,
+)
 from gnnforge.plan._decide import gain_spread
 from gnnforge.plan._explain import LAYER_EXPRESSIONS
 from gnnforge.plan._prune import regime_of
