@@ -142,19 +142,31 @@ class _PairRepacker:
         self.digits = (np.arange(size, dtype=np.int64)[:, None] // self.strides) % grid
 
     def split(self, weights: np.ndarray, cap: int) -> tuple[float, np.ndarray] | None:
-        """(overflow of the best split, bool side of each item) or None if no split fits cap."""
-        reach = _subset_reach(weights, self.strides, self.digits, self.limits)
+        """(overflow of the best split, bool side of each item) or None if no split fits cap.
+
+        Items of size zero in every dimension (empty graphs) do not move any load, so the
+        subset sums leave them out; they then fill whichever side keeps both item counts
+        within cap.
+        """
+        empty = ~weights.any(axis=1)
+        sized = np.flatnonzero(~empty)
+        reach = _subset_reach(weights[sized], self.strides, self.digits, self.limits)
         points = np.flatnonzero(reach != -2)
         rest = weights.sum(axis=0) - self.digits[points]  # [R, k]
         over = (np.maximum(rest - self.limits, 0) / self.limits).sum(axis=1)
+        zeros = int(empty.sum())
         for at in np.argsort(over, kind="stable")[:64].tolist():
             side = np.zeros(weights.shape[0], dtype=bool)
             c = int(points[at])
             while reach[c] >= 0:
-                side[reach[c]] = True
-                c -= int(weights[reach[c]] @ self.strides)
+                side[sized[reach[c]]] = True
+                c -= int(weights[sized[reach[c]]] @ self.strides)
             taken = int(side.sum())
-            if taken <= cap and weights.shape[0] - taken <= cap:
+            left = sized.size - taken
+            # Empty items on the taken side: as many as fit there while the rest fit beside.
+            extra = min(max(cap - taken, 0), zeros)
+            if taken + extra <= cap and left + zeros - extra <= cap:
+                side[np.flatnonzero(empty)[:extra]] = True
                 return float(over[at]), side
         return None
 
