@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["BufferPool", "empty_cache", "pooled_empty", "buffer_pool_statistics"]
+__all__ = ["BufferPool", "buffer_pool_statistics", "empty_cache", "pooled_empty"]
 
 # Outputs below this size come from torch.empty: glibc's heap reuses them without faults
 # and the pool's bookkeeping (a few microseconds) would show on small calls.

@@ -24,11 +24,11 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops._cpu import extreme_grad_cpu, mean_grad_cpu
-from gnnforge.ops._native import extreme_grad_native, mean_grad_native
 from gnnforge.ops._dispatch import KERNELS
+from gnnforge.ops._native import extreme_grad_native, mean_grad_native
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
 
-__all__ = ["reverse_arrays", "spmm", "spmm_op", "sddmm_op"]
+__all__ = ["mean_scaled", "reverse_arrays", "sddmm_op", "spmm", "spmm_op"]
 
 ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
 
@@ -159,8 +159,7 @@ def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
                                    grad_out.reshape(grad_out.shape[0], -1), ctx.lhs_rows)
         return reduce_to_shape(grad.reshape(-1, *grad_out.shape[1:]), ctx.lhs_shape), None
     if ctx.reduce == "mean":
-        degree = (arrays[ROWPTR][1:] - arrays[ROWPTR][:-1]).clamp(min=1).to(grad_out.dtype)
-        grad_out = grad_out / degree.reshape(-1, *[1] * (grad_out.dim() - 1))
+        grad_out = mean_scaled(arrays, grad_out)
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1]:
         reverse = reverse_arrays(arrays)
@@ -179,6 +178,12 @@ def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
             grad = sddmm_op(arrays, lhs, grad_out, "mul", "u", "v", backend)
         grad_rhs = reduce_to_shape(grad, ctx.rhs_shape)
     return grad_lhs, grad_rhs
+
+
+def mean_scaled(arrays: list[Tensor], grad_out: Tensor) -> Tensor:
+    """grad_out[v] / in-degree(v) (1 for rows without in-edges): copy-reduce mean's chain rule."""
+    degree = (arrays[ROWPTR][1:] - arrays[ROWPTR][:-1]).clamp(min=1).to(grad_out.dtype)
+    return grad_out / degree.reshape(-1, *[1] * (grad_out.dim() - 1))
 
 
 def _scalar_groups(rhs_shape, lhs_shape) -> int | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from gnnforge.ops._custom_ops import _PLAIN, mean_scaled, reverse_arrays, spmm
 from gnnforge.ops._dispatch import _FORCED
 from gnnforge.ops._generic import _arrays, _check_graph
 from gnnforge.ops._native import available, gspmm_native, mean_grad_native
@@ -24,7 +25,6 @@ from gnnforge.ops._native import available, gspmm_native, mean_grad_native
 __all__ = ["copy_u_fast"]
 
 _FLOATS = (torch.float32, torch.float64)
-_PLAIN = (Tensor, torch.nn.Parameter)
 
 
 def copy_u_fast(graph, reduce: str, x) -> Tensor | None:
@@ -73,11 +73,7 @@ class _CopyU(torch.autograd.Function):
 
 
 def _differentiable_grad(ctx, grad: Tensor) -> Tensor:
-    from gnnforge.ops._custom_ops import reverse_arrays, spmm
-
     arrays = _arrays(ctx.graph, None, csc=True, coo=True)
     if ctx.reduce == "mean":
-        rowptr = arrays[0]
-        degree = (rowptr[1:] - rowptr[:-1]).clamp(min=1).to(grad.dtype)
-        grad = grad / degree.unsqueeze(1)
+        grad = mean_scaled(arrays, grad)
     return spmm(reverse_arrays(arrays), grad, None, "copy_lhs", "sum", "native", False)[0]

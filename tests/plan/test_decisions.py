@@ -44,14 +44,6 @@ class RateModel:
         return self.overhead
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("layer", sorted(LAYER_EXPRESSIONS))
 @pytest.mark.parametrize("widths", [(32, 256), (256, 32), (64, 64), (None, None)])
 def test_the_default_plan_is_never_pruned_away(layer, widths):

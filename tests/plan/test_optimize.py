@@ -36,14 +36,6 @@ class TwoLayers(nn.Module):
         return self.tag(graph, self.gat(graph, torch.relu(self.gcn(graph, x))))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_optimize_picks_the_cheapest_candidate_and_keeps_results():
     graph = rmat(8, 2000, seed=3)
     model = TwoLayers()

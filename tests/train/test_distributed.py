@@ -19,15 +19,20 @@ pytest.importorskip("rdkit")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-@pytest.mark.distributed
-def test_ddp_two_processes(tmp_path):
+def _torchrun_two_processes() -> list[str]:
+    """torchrun (next to this Python, else on PATH) for two local processes; skips without."""
     torchrun = Path(sys.executable).with_name("torchrun")
     if not torchrun.exists() and shutil.which("torchrun") is None:
         pytest.skip("torchrun not found")
+    return [str(torchrun if torchrun.exists() else "torchrun"), "--standalone",
+            "--nproc_per_node", "2"]
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_ddp_two_processes(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    command = [str(torchrun if torchrun.exists() else "torchrun"), "--standalone",
-               "--nproc_per_node", "2", "-m", "gnnforge", "train", "--limit", "120",
+    command = [*_torchrun_two_processes(), "-m", "gnnforge", "train", "--limit", "120",
                "--batch-graphs", "16", "--epochs", "2", "--hidden", "16", "--layers", "2",
                "--no-progress", "--out-dir", str(tmp_path)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
@@ -42,12 +47,8 @@ def test_ddp_two_processes(tmp_path):
 @pytest.mark.distributed
 def test_cooperative_cli_two_processes(tmp_path):
     """`torchrun -m gnnforge train --distributed cooperative`: the CLI path end to end."""
-    torchrun = Path(sys.executable).with_name("torchrun")
-    if not torchrun.exists() and shutil.which("torchrun") is None:
-        pytest.skip("torchrun not found")
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    command = [str(torchrun if torchrun.exists() else "torchrun"), "--standalone",
-               "--nproc_per_node", "2", "-m", "gnnforge", "train", "--task", "node",
+    command = [*_torchrun_two_processes(), "-m", "gnnforge", "train", "--task", "node",
                "--dataset", "sbm", "--mode", "sampled", "--distributed", "cooperative",
                "--fanouts", "5,5", "--batch-size", "64", "--epochs", "2", "--no-progress",
                "--out-dir", str(tmp_path)]
