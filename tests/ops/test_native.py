@@ -25,7 +25,10 @@ from gnnforge.ops._native import available
 pytestmark = pytest.mark.skipif(not available(), reason="native kernels unavailable here")
 
 REDUCES = ("sum", "mean", "max", "min")
-WIDTHS = (1, 3, 7, 8, 9, 16, 33, 64, 65, 100, 300)
+# Scalar tails, 1-8 ymm register vectors, several blocks, L1 tiles; and for the 64-byte
+# (zmm) sum path taken when a row is a whole number of 64-byte vectors: 3 vectors (48),
+# 10 vectors split 8 + 2 (160), a whole-row block of 16 (256), 16 + 1 (272), tiled (512).
+WIDTHS = (1, 3, 7, 8, 9, 16, 33, 48, 64, 65, 100, 160, 256, 272, 300, 512)
 
 
 def _hub_graph(seed: int, num_nodes: int = 40, num_edges: int = 400) -> Graph:

@@ -25,21 +25,30 @@
 
 namespace {
 
-template <class T> struct Vec;
-template <> struct Vec<float> {
-  typedef float type __attribute__((vector_size(32), aligned(4)));
-  typedef int32_t itype __attribute__((vector_size(32), aligned(4)));
+// A SIMD vector of `Bytes` bytes: 32 (ymm) for every kernel, 64 (zmm) for the sum kernels
+// where the CPU has AVX-512 and the width is a whole number of 64-byte vectors.
+template <class T, int Bytes = 32> struct Vec;
+template <int Bytes> struct Vec<float, Bytes> {
+  typedef float type __attribute__((vector_size(Bytes), aligned(4)));
+  typedef int32_t itype __attribute__((vector_size(Bytes), aligned(4)));
   typedef int32_t lane_index;
-  static constexpr int size = 8;
+  static constexpr int size = Bytes / 4;
 };
-template <> struct Vec<double> {
-  typedef double type __attribute__((vector_size(32), aligned(8)));
-  typedef int64_t itype __attribute__((vector_size(32), aligned(8)));
+template <int Bytes> struct Vec<double, Bytes> {
+  typedef double type __attribute__((vector_size(Bytes), aligned(8)));
+  typedef int64_t itype __attribute__((vector_size(Bytes), aligned(8)));
   typedef int64_t lane_index;
-  static constexpr int size = 4;
+  static constexpr int size = Bytes / 8;
 };
 
-constexpr int kMaxVectors = 8;          // sum/mean: 8 accumulators, 8 registers to load into
+#ifdef __AVX512F__
+constexpr int kWideBytes = 64;
+#else
+constexpr int kWideBytes = 32;
+#endif
+// sum/mean accumulators per register block: 8 ymm, or 16 zmm (a whole 1 KiB row of
+// float32, half of the 32 zmm registers; the other half hold the loads).
+constexpr int max_vectors(int bytes) { return bytes == 64 ? 16 : 8; }
 constexpr int kMaxExtremeVectors = 4;   // max/min with arg: value + arg accumulators
 #ifndef GF_PREFETCH_DISTANCE
 #define GF_PREFETCH_DISTANCE 16
@@ -47,14 +56,14 @@ constexpr int kMaxExtremeVectors = 4;   // max/min with arg: value + arg accumul
 constexpr int kPrefetchDistance = GF_PREFETCH_DISTANCE;  // edges ahead
 constexpr int64_t kTileBytes = 16 * 1024;
 
-template <class T>
-inline typename Vec<T>::type load(const T* p) {
-  typename Vec<T>::type v;
+template <class T, int B = 32>
+inline typename Vec<T, B>::type load(const T* p) {
+  typename Vec<T, B>::type v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-template <class T>
-inline void store(T* p, typename Vec<T>::type v) { std::memcpy(p, &v, sizeof(v)); }
+template <class T, int B = 32>
+inline void store(T* p, typename Vec<T, B>::type v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Non-temporal store of one vector to a 32-byte aligned address: the output of a call
 // larger than the cache is written without being read first (no read-for-ownership).
@@ -72,6 +81,15 @@ inline void stream(double* p, Vec<double>::type v) {
   store<double>(p, v);
 #endif
 }
+#ifdef __AVX512F__
+// The same for a 64-byte aligned address.
+inline void stream(float* p, Vec<float, 64>::type v) {
+  _mm512_stream_ps(p, reinterpret_cast<__m512>(v));
+}
+inline void stream(double* p, Vec<double, 64>::type v) {
+  _mm512_stream_pd(p, reinterpret_cast<__m512d>(v));
+}
+#endif
 inline void stream_fence() {
 #ifdef __AVX__
   _mm_sfence();
@@ -90,8 +108,10 @@ template <class V, class S>
 inline V fill(S value) {
   return V{} + value;
 }
-template <class T>
-inline typename Vec<T>::type splat(T value) { return fill<typename Vec<T>::type, T>(value); }
+template <class T, int B = 32>
+inline typename Vec<T, B>::type splat(T value) {
+  return fill<typename Vec<T, B>::type, T>(value);
+}
 
 template <class I>
 inline int64_t chunk_start(const I* ptr, int64_t rows, int64_t chunk, int64_t chunks) {
@@ -128,41 +148,57 @@ inline void prefetch_row(const T* row, int64_t bytes) {
 // ------------------------------------------------------------------------- sum / mean
 
 // out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] (times weight[index[j]] when kW) for
-// j in [begin, end); rows index[j + distance] are prefetched while j + distance < limit.
-// The sum kernels pass the row's end as the limit: running ahead across rows (limit =
-// the chunk's last edge) was measured slower at F=256 (Pubmed 4.90 -> 5.31 ms, R-MAT
-// 117 -> 124 ms, one thread), unlike max/min (docs/kernels.md).
-template <class T, class I, int NV, bool kW>
-inline void sum_block(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
-                      int64_t c0, T* out_row, bool accumulate, int64_t limit, T scale,
-                      bool streaming, const T* weight) {
-  typedef typename Vec<T>::type V;
-  constexpr int L = Vec<T>::size;
+// j in [begin, end), in B-byte vectors; rows index[j + distance] are prefetched while
+// j + distance < limit. The sum kernels pass the row's end as the limit: running ahead
+// across rows (limit = the chunk's last edge) was measured slower at F=256 (Pubmed
+// 4.90 -> 5.31 ms, R-MAT 117 -> 124 ms, one thread), unlike max/min (docs/kernels.md).
+// The first in-edge initialises the accumulators, and the block is always inlined: the
+// out-of-line version zeroed and spilled its accumulators through the stack once per
+// call, which for Pubmed's 4.5 in-edges a row was a third of the kernel's time.
+template <class T, class I, int NV, bool kW, int B>
+inline __attribute__((always_inline)) void sum_block(
+    const I* index, int64_t begin, int64_t end, const T* x, int64_t width, int64_t c0,
+    T* out_row, bool accumulate, int64_t limit, T scale, bool streaming, const T* weight) {
+  typedef typename Vec<T, B>::type V;
+  constexpr int L = Vec<T, B>::size;
+  const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
   V acc[NV];
-  for (int k = 0; k < NV; ++k) acc[k] = accumulate ? load<T>(out_row + c0 + k * L) : splat<T>(0);
-  for (int64_t j = begin; j < end; ++j) {
+  int64_t j = begin;
+  if (accumulate) {
+    for (int k = 0; k < NV; ++k) acc[k] = load<T, B>(out_row + c0 + k * L);
+  } else if (j < end) {
     if (j + kPrefetchDistance < limit)
-      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width,
-                   width * static_cast<int64_t>(sizeof(T)));
+      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width, row_bytes);
+    const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
+    const V w = splat<T, B>(kW ? weight[index[j]] : T(1));
+    for (int k = 0; k < NV; ++k) acc[k] = kW ? load<T, B>(row + k * L) * w : load<T, B>(row + k * L);
+    ++j;
+  } else {
+    for (int k = 0; k < NV; ++k) acc[k] = splat<T, B>(0);
+  }
+  for (; j < end; ++j) {
+    if (j + kPrefetchDistance < limit)
+      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width, row_bytes);
     const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
     if (kW) {
-      const V w = splat<T>(weight[index[j]]);
-      for (int k = 0; k < NV; ++k) acc[k] += load<T>(row + k * L) * w;
+      const V w = splat<T, B>(weight[index[j]]);
+      for (int k = 0; k < NV; ++k) acc[k] += load<T, B>(row + k * L) * w;
     } else {
-      for (int k = 0; k < NV; ++k) acc[k] += load<T>(row + k * L);
+      for (int k = 0; k < NV; ++k) acc[k] += load<T, B>(row + k * L);
     }
   }
+  const V factor = splat<T, B>(scale);
   if (streaming) {
-    for (int k = 0; k < NV; ++k) stream(out_row + c0 + k * L, acc[k] * splat<T>(scale));
+    for (int k = 0; k < NV; ++k) stream(out_row + c0 + k * L, acc[k] * factor);
   } else {
-    for (int k = 0; k < NV; ++k) store<T>(out_row + c0 + k * L, acc[k] * splat<T>(scale));
+    for (int k = 0; k < NV; ++k) store<T, B>(out_row + c0 + k * L, acc[k] * factor);
   }
 }
 
-template <class T, class I, bool kW>
+template <class T, class I, bool kW, int B>
 inline void sum_tail(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
                      int64_t c0, T* out_row, bool accumulate, T scale, const T* weight) {
-  T acc[Vec<T>::size];
+  T acc[Vec<T, B>::size];
   const int64_t count = width - c0;
   for (int64_t c = 0; c < count; ++c) acc[c] = accumulate ? out_row[c0 + c] : T(0);
   for (int64_t j = begin; j < end; ++j) {
@@ -173,59 +209,70 @@ inline void sum_tail(const I* index, int64_t begin, int64_t end, const T* x, int
   for (int64_t c = 0; c < count; ++c) out_row[c0 + c] = acc[c] * scale;
 }
 
-template <class T, class I, bool kW>
+template <class T, class I, bool kW, int B>
 void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
                T* out_row, bool accumulate, T scale, bool streaming, const T* weight,
                int64_t limit) {
-  constexpr int L = Vec<T>::size;
+  constexpr int L = Vec<T, B>::size;
   int64_t c0 = 0;
   while (width - c0 >= L) {
-    const int64_t vectors = std::min<int64_t>((width - c0) / L, kMaxVectors);
+    int64_t vectors = std::min<int64_t>((width - c0) / L, max_vectors(B));
+    if (vectors > 8 && vectors < 16) vectors = 8;  // 9-15: two blocks (fewer instantiations)
     switch (vectors) {
-#define GF_CASE(n) case n: sum_block<T, I, n, kW>(index, begin, end, x, width, c0, out_row, \
-                                                  accumulate, limit, scale, streaming, \
-                                                  weight); break;
+#define GF_CASE(n) case n: sum_block<T, I, n, kW, B>(index, begin, end, x, width, c0, \
+                                                     out_row, accumulate, limit, scale, \
+                                                     streaming, weight); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4) GF_CASE(5) GF_CASE(6) GF_CASE(7) GF_CASE(8)
 #undef GF_CASE
+      case 16:
+        if constexpr (max_vectors(B) >= 16)
+          sum_block<T, I, 16, kW, B>(index, begin, end, x, width, c0, out_row, accumulate,
+                                     limit, scale, streaming, weight);
+        break;
     }
     limit = 0;  // the first block's pass brings each whole row in
     c0 += vectors * L;
   }
   if (c0 < width)
-    sum_tail<T, I, kW>(index, begin, end, x, width, c0, out_row, accumulate, scale, weight);
+    sum_tail<T, I, kW, B>(index, begin, end, x, width, c0, out_row, accumulate, scale, weight);
 }
 
 // Rows [first, last) when the width is exactly NV vectors: the block dispatch is hoisted
 // out of the row loop, which matters for low-degree graphs (Pubmed: 4.5 in-edges a row).
-template <class T, class I, int NV, bool kW>
+template <class T, class I, int NV, bool kW, int B>
 void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t first,
                     int64_t last, bool mean, bool streaming, const T* weight) {
-  constexpr int64_t width = NV * Vec<T>::size;
+  constexpr int64_t width = NV * Vec<T, B>::size;
   for (int64_t v = first; v < last; ++v) {
     const int64_t begin = ptr[v], end = ptr[v + 1];
     const T scale = mean && end > begin ? T(1) / T(end - begin) : T(1);
-    sum_block<T, I, NV, kW>(index, begin, end, x, width, 0, out + v * width, false, end,
-                            scale, streaming, weight);
+    sum_block<T, I, NV, kW, B>(index, begin, end, x, width, 0, out + v * width, false, end,
+                               scale, streaming, weight);
   }
 }
 
-// out[v] = sum (mean) over entries j of row v of x[index[j]] (times weight[index[j]]).
-template <class T, class I, bool kW = false>
-void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, int64_t width,
-              bool mean, int threads, const T* weight = nullptr) {
+// out[v] = sum (mean) over entries j of row v of x[index[j]] (times weight[index[j]]), in
+// B-byte vectors.
+template <class T, class I, bool kW, int B>
+void spmm_sum_vectors(const I* ptr, const I* index, const T* x, T* out, int64_t rows,
+                      int64_t width, bool mean, int threads, const T* weight) {
+  constexpr int L = Vec<T, B>::size;
   const int64_t tile = std::max<int64_t>(1, kTileBytes / (width * static_cast<int64_t>(sizeof(T))));
-  const bool tiled = width > kMaxVectors * Vec<T>::size;
+  const bool tiled = width > max_vectors(B) * L;
   // Streaming stores need whole aligned vectors in every row (no scalar tail).
   const bool streaming = rows * width * static_cast<int64_t>(sizeof(T)) >= kStreamBytes &&
-                         width % Vec<T>::size == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0;
-  const int64_t exact = width % Vec<T>::size == 0 ? width / Vec<T>::size : 0;
+                         width % L == 0 && reinterpret_cast<uintptr_t>(out) % B == 0;
+  const int64_t exact = width % L == 0 ? width / L : 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
     switch (exact) {
-#define GF_CASE(n) case n: sum_rows_exact<T, I, n, kW>(ptr, index, x, out, first, last, mean, \
-                                                       streaming, weight); \
-                           if (streaming) stream_fence(); \
-                           return;
-      GF_CASE(1) GF_CASE(2) GF_CASE(4) GF_CASE(8)
+#define GF_CASE(n) case n: if constexpr (max_vectors(B) >= n) { \
+                             sum_rows_exact<T, I, n, kW, B>(ptr, index, x, out, first, last, \
+                                                            mean, streaming, weight); \
+                             if (streaming) stream_fence(); \
+                             return; \
+                           } \
+                           break;
+      GF_CASE(1) GF_CASE(2) GF_CASE(4) GF_CASE(8) GF_CASE(16)
 #undef GF_CASE
       default: break;
     }
@@ -238,19 +285,33 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
       }
       const T scale = mean ? T(1) / T(end - begin) : T(1);
       if (!tiled) {
-        sum_edges<T, I, kW>(index, begin, end, x, width, out_row, false, scale, streaming,
-                            weight, end);
+        sum_edges<T, I, kW, B>(index, begin, end, x, width, out_row, false, scale, streaming,
+                               weight, end);
         continue;
       }
       for (int64_t j = begin; j < end; j += tile) {
         const int64_t stop = std::min(end, j + tile);
-        sum_edges<T, I, kW>(index, j, stop, x, width, out_row, j != begin,
-                            stop == end ? scale : T(1), streaming && stop == end, weight,
-                            end);
+        sum_edges<T, I, kW, B>(index, j, stop, x, width, out_row, j != begin,
+                               stop == end ? scale : T(1), streaming && stop == end, weight,
+                               end);
       }
     }
     if (streaming) stream_fence();
   });
+}
+
+// spmm_sum_vectors in 64-byte vectors when the CPU has them and every row is a whole number
+// of them, in 32-byte vectors otherwise. Kernel alone, Pubmed F=256 float32 (two threads,
+// cold cache, median of 15, interleaved): sum 2.46-2.88 -> 1.65-1.83 ms, the mean gradient
+// 2.52-3.13 -> 1.68-2.17 ms (with the inlined block above; docs/kernels.md).
+template <class T, class I, bool kW = false>
+void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, int64_t width,
+              bool mean, int threads, const T* weight = nullptr) {
+  if (kWideBytes > 32 && width % Vec<T, kWideBytes>::size == 0) {
+    spmm_sum_vectors<T, I, kW, kWideBytes>(ptr, index, x, out, rows, width, mean, threads, weight);
+    return;
+  }
+  spmm_sum_vectors<T, I, kW, 32>(ptr, index, x, out, rows, width, mean, threads, weight);
 }
 
 // ------------------------------------------------------------------------- max / min
