@@ -4,9 +4,10 @@
 //
 // Every kernel pulls over a compressed row layout: output row v reads the rows of `x`
 // listed in index[ptr[v]:ptr[v+1]] and writes its own row once, so threads own disjoint
-// output rows (no atomics, no locks). A row is processed in feature blocks of up to
-// kMaxVectors SIMD vectors that live in registers for the whole in-edge loop (GCC vector
-// extensions: AVX2 ymm with -march=native, SSE otherwise), with a scalar tail for widths
+// output rows (no atomics, no locks). A row is processed in feature blocks of SIMD
+// vectors that live in registers for the whole in-edge loop (GCC vector extensions: up to
+// 8 AVX2 ymm with -march=native, SSE otherwise; for sum/mean up to 16 AVX-512 zmm when
+// the CPU has them and a row is a whole number of them), with a scalar tail for widths
 // that are not a multiple of the vector length. Wide rows (more than one block) walk the
 // in-edges in tiles sized to stay in L1, so the later blocks re-read the gathered rows
 // from L1, not from memory. The next rows to gather are prefetched a few edges ahead.
@@ -149,9 +150,11 @@ inline void prefetch_row(const T* row, int64_t bytes) {
 
 // out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] (times weight[index[j]] when kW) for
 // j in [begin, end), in B-byte vectors; rows index[j + distance] are prefetched while
-// j + distance < limit. The sum kernels pass the row's end as the limit: running ahead
+// j + distance < limit. With 32-byte vectors the limit is the row's end: running ahead
 // across rows (limit = the chunk's last edge) was measured slower at F=256 (Pubmed
-// 4.90 -> 5.31 ms, R-MAT 117 -> 124 ms, one thread), unlike max/min (docs/kernels.md).
+// 4.90 -> 5.31 ms, R-MAT 117 -> 124 ms, one thread). With 64-byte vectors and a whole
+// row per block it is the chunk's end, as for max/min: kernel alone, two threads, F=256,
+// uniform 105 -> 99 ms, Pubmed 1.77 -> 1.56 ms, GitHub 12.1 -> 10.6 ms (docs/kernels.md).
 // The first in-edge initialises the accumulators, and the block is always inlined: the
 // out-of-line version zeroed and spilled its accumulators through the stack once per
 // call, which for Pubmed's 4.5 in-edges a row was a third of the kernel's time.
@@ -243,11 +246,13 @@ template <class T, class I, int NV, bool kW, int B>
 void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t first,
                     int64_t last, bool mean, bool streaming, const T* weight) {
   constexpr int64_t width = NV * Vec<T, B>::size;
+  // 64-byte vectors: the prefetch runs ahead across rows, to the chunk's end (see sum_block).
+  const int64_t chunk_end = ptr[last];
   for (int64_t v = first; v < last; ++v) {
     const int64_t begin = ptr[v], end = ptr[v + 1];
     const T scale = mean && end > begin ? T(1) / T(end - begin) : T(1);
-    sum_block<T, I, NV, kW, B>(index, begin, end, x, width, 0, out + v * width, false, end,
-                               scale, streaming, weight);
+    sum_block<T, I, NV, kW, B>(index, begin, end, x, width, 0, out + v * width, false,
+                               B == 64 ? chunk_end : end, scale, streaming, weight);
   }
 }
 
