@@ -32,7 +32,7 @@ __all__ = ["BufferPool", "buffer_pool_statistics", "empty_cache", "pooled_empty"
 MIN_POOLED_BYTES = 2**20
 # Unpooled outputs at least this large (the pool disabled) get huge pages asked for.
 UNPOOLED_HUGE_BYTES = 32 * 2**20
-_ALIGN = 64           # streaming stores need 32-byte aligned rows; one cache line
+_ALIGN = 64           # 64-byte (AVX-512) streaming stores need 64-byte aligned rows
 _ROUND = 2 * 2**20    # capacities in whole huge pages
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
                  torch.int32: np.int32, torch.int64: np.int64}

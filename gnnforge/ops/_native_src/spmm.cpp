@@ -165,13 +165,16 @@ inline __attribute__((always_inline)) void sum_block(
   typedef typename Vec<T, B>::type V;
   constexpr int L = Vec<T, B>::size;
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
+  const auto prefetch_ahead = [&](int64_t j) {
+    if (j + kPrefetchDistance < limit)
+      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width, row_bytes);
+  };
   V acc[NV];
   int64_t j = begin;
   if (accumulate) {
     for (int k = 0; k < NV; ++k) acc[k] = load<T, B>(out_row + c0 + k * L);
   } else if (j < end) {
-    if (j + kPrefetchDistance < limit)
-      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width, row_bytes);
+    prefetch_ahead(j);
     const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
     const V w = splat<T, B>(kW ? weight[index[j]] : T(1));
     for (int k = 0; k < NV; ++k) acc[k] = kW ? load<T, B>(row + k * L) * w : load<T, B>(row + k * L);
@@ -180,8 +183,7 @@ inline __attribute__((always_inline)) void sum_block(
     for (int k = 0; k < NV; ++k) acc[k] = splat<T, B>(0);
   }
   for (; j < end; ++j) {
-    if (j + kPrefetchDistance < limit)
-      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width, row_bytes);
+    prefetch_ahead(j);
     const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
     if (kW) {
       const V w = splat<T, B>(weight[index[j]]);
