@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -211,7 +212,6 @@ def decision_margin(records: Sequence[dict], tolerance: float = 0.05) -> float:
     return max([0.0, *losses])
 
 
-
 def _configs(records: Sequence[dict]) -> list[list[tuple[str, float, float, float]]]:
     """Per configuration: (plan, predicted gain, spread, measured gain) of every
     candidate, the default first (0 gain both ways)."""
@@ -258,16 +258,7 @@ def decision_rule(records: Sequence[dict], quantile: float = CAUTION_QUANTILE
                     for r in records if r["spread"] > 0]
     if not standardised:
         raise ValueError("decision_rule: no calibration pair has a spread (no error scales)")
-    return 0.0, max(_quantile(standardised, quantile), 0.0)
-
-
-def _quantile(values: Sequence[float], quantile: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    ordered = sorted(values)
-    position = quantile * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+    return 0.0, max(float(np.quantile(standardised, quantile)), 0.0)
 
 
 def rule_losses(records: Sequence[dict], margin: float, caution: float,

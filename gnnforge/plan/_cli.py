@@ -139,6 +139,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _print_calibration(calibration: list[dict], model) -> None:
+    from gnnforge.plan._calibrate import CAUTION_QUANTILE, decision_margin, rule_losses
 
     if not calibration:
         print("decision rule: not measured (margin 0, caution 0)")
@@ -149,13 +150,12 @@ def _print_calibration(calibration: list[dict], model) -> None:
           f"median |log error| {statistics.median(abs(v) for v in over):.3f}, mean "
           f"{statistics.fmean(over):+.3f} (positive: gains over-predicted), sign wrong in "
           f"{wrong}")
-    from gnnforge.plan._calibrate import decision_margin, rule_losses
-
     caution, margin = model.decision_caution, model.decision_margin
     lost = rule_losses(calibration, margin, caution)
     noise = statistics.median(r.get("timing_noise", 0.0) for r in calibration)
     print(f"decision rule: leave the default when predicted gain - {caution:.2f} x spread > "
-          f"{margin:.3f} (caution: the 90% quantile of (predicted - measured gain) / spread); "
+          f"{margin:.3f} (caution: the {CAUTION_QUANTILE:.0%} quantile of (predicted - measured "
+          f"gain) / spread); "
           f"on the calibration configurations its pick loses > 5% to the default in "
           f"{len(lost)}; a margin-only rule would need a margin of "
           f"{decision_margin(calibration):.3f}; timing noise of a measured gain (odd vs even "
