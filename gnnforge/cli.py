@@ -19,6 +19,8 @@ COMMANDS = {
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
     "plan": "gnnforge.plan._cli",
+    "tune": "gnnforge.ops._tune_cli",
+    "doctor": "gnnforge._doctor",
 }
 
 
