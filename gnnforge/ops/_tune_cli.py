@@ -5,20 +5,19 @@ from __future__ import annotations
 import argparse
 import time
 
-from gnnforge.ops._autotune import machine_fingerprint, measured_classes, record_path, tune
-
 DESCRIPTION = "Time the kernel candidates of every common kernel class and record the winners."
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="measure again classes that already have a recorded choice")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
+    from gnnforge.ops._autotune import machine_fingerprint, measured_classes, record_path, tune
+
     start = time.perf_counter()
-    tune(force=args.force, progress=not args.no_progress)
+    tune(force=args.force, progress=getattr(args, "progress", None) is not False)
     seconds = time.perf_counter() - start
     measured = measured_classes()
     counts: dict[str, int] = {}
