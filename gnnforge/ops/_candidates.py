@@ -91,8 +91,9 @@ def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         kernel_class = _class(op, reduce, data, rowptr, width)
     out, arg_lhs, arg_rhs = spmm_kernel(_autotune.choice(kernel_class))(
         rowptr, col, eids, lhs, rhs, op, reduce, record_args)
-    if op in _COPY_OPS and (arg_lhs.numel() or arg_rhs.numel()):
-        arg_lhs, arg_rhs = arg_lhs.to(rowptr.dtype), arg_rhs.to(rowptr.dtype)
+    if op in _COPY_OPS:  # winners in the index dtype; the unread side stays empty int64
+        arg_lhs = arg_lhs.to(rowptr.dtype) if arg_lhs.dim() == 2 else arg_lhs
+        arg_rhs = arg_rhs.to(rowptr.dtype) if arg_rhs.dim() == 2 else arg_rhs
     return out, arg_lhs, arg_rhs
 
 
