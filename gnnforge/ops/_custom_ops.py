@@ -245,6 +245,8 @@ def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
 def _scatter_rows(value: Tensor, rows: Tensor, num_rows: int) -> Tensor:
     """[num_rows, K]: value[v, k] added into row rows[v, k] (entries with -1 dropped)."""
     out = value.new_zeros(num_rows, value.shape[1])
+    if num_rows == 0:  # every winner is -1 (no edges); clamp(min=0) would still index row 0
+        return out
     return out.scatter_add(0, rows.long().clamp(min=0), value * (rows >= 0))
 
 
