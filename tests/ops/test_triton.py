@@ -305,14 +305,29 @@ def test_bfloat16_is_accumulated_in_float32():
     torch.testing.assert_close(out.float(), expected.to(torch.bfloat16).float(), rtol=0, atol=0)
 
 
-def test_spmm_custom_op_passes_opcheck():
+@pytest.mark.parametrize(("op", "reduce"), [("mul", "sum"), ("copy_lhs", "max"),
+                                            ("copy_rhs", "min")])
+def test_spmm_custom_op_passes_opcheck(op, reduce):
     from gnnforge.ops._custom_ops import spmm_op
     from gnnforge.ops._generic import _arrays
     graph = _graph(43, num_edges=8)
+    arrays = _arrays(graph, torch.int64, True, True)
+    x = torch.randn(graph.num_src_nodes, 2, 3, device=DEVICE, requires_grad=True)
+    weight = torch.randn(graph.num_edges, 2, 1 if op == "mul" else 3, device=DEVICE,
+                         requires_grad=True)
+    torch.library.opcheck(spmm_op, (arrays, None if op == "copy_rhs" else x,
+                                    None if op == "copy_lhs" else weight, op, reduce,
+                                    "triton", True))
+
+
+def test_sddmm_custom_op_passes_opcheck():
+    from gnnforge.ops._custom_ops import sddmm_op
+    from gnnforge.ops._generic import _arrays
+    graph = _graph(44, num_edges=8)
     arrays = _arrays(graph, None, True, True)
     x = torch.randn(graph.num_src_nodes, 2, 3, device=DEVICE, requires_grad=True)
-    weight = torch.randn(graph.num_edges, 2, 1, device=DEVICE, requires_grad=True)
-    torch.library.opcheck(spmm_op, (arrays, x, weight, "mul", "sum", "triton", True))
+    y = torch.randn(graph.num_dst_nodes, 2, 3, device=DEVICE, requires_grad=True)
+    torch.library.opcheck(sddmm_op, (arrays, x, y, "dot", "u", "v", "triton"))
 
 
 # ----------------------------------------------------------------------------- dispatch
