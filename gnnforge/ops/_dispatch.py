@@ -9,7 +9,10 @@ Backends:
                'native:avx512' (x86) force one variant. Ops it lacks run numba's kernels.
     numba:     compiled pull kernels over CSR (`_cpu`), CPU tensors only.
     mkl:       copy_u sum/mean as torch.sparse.mm (MKL), the rest numba's; CPU only.
-    torch:     chunked PyTorch ops over CSR (`_torch_path`), any device. CUDA default.
+    triton:    Triton kernels (`_triton`), CUDA tensors; CUDA default when triton imports.
+               CPU tensors only under TRITON_INTERPRET=1 (Triton's interpreter, for tests).
+    torch:     chunked PyTorch ops over CSR (`_torch_path`), any device. CUDA default when
+               triton is not installed.
 
 `GNNFORGE_BACKEND=NAME` forces a backend for the whole process (a `use_backend` block
 still wins inside it). The fast backends run behind the `gnnforge::gspmm` /
@@ -33,28 +36,35 @@ from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native import gsddmm_native
 from gnnforge.ops._native_build import available_variants, unavailable_reason
 from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
+from gnnforge.ops._triton import available as triton_available
+from gnnforge.ops._triton import gsddmm_triton, gspmm_triton, interpreting
 
-__all__ = ["BACKENDS", "Choice", "choose", "kernel", "use_backend"]
+__all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "forced", "kernel", "use_backend"]
 
-BACKENDS = ("reference", "auto", "native", "numba", "mkl", "torch")
+BACKENDS = ("reference", "auto", "native", "numba", "mkl", "torch", "triton")
 
 # (op family, backend) -> kernel, for the backends that are not CPU kernel tables
 # (`_candidates` resolves 'auto', 'native[:VARIANT]', 'numba' and 'mkl' for g-SpMM).
 KERNELS = {
     ("gspmm", "torch"): gspmm_torch,   # any device and dtype PyTorch's scatter supports
     ("gsddmm", "torch"): gsddmm_torch,
+    ("gspmm", "triton"): gspmm_triton,   # CUDA (CPU under TRITON_INTERPRET=1); imports lazily
+    ("gsddmm", "triton"): gsddmm_triton,
 }
 
 # (op family, device type) -> default backend; devices not listed run the reference.
+# "triton" falls back to "torch" when triton is not installed (the `gpu` extra).
 DEFAULTS = {
     ("gspmm", "cpu"): "auto",
     ("gsddmm", "cpu"): "auto",
-    ("gspmm", "cuda"): "torch",
-    ("gsddmm", "cuda"): "torch",
+    ("gspmm", "cuda"): "triton",
+    ("gsddmm", "cuda"): "triton",
 }
+_FALLBACKS = {"triton": ("torch", triton_available)}
 
-# Devices each backend can run on (None: any).
-_DEVICES = {"reference": None, "torch": None}
+# Devices each backend can run on (None: any; not listed: CPU); "triton" also takes CPU
+# tensors while TRITON_INTERPRET=1 (see `_devices`).
+_DEVICES = {"reference": None, "torch": None, "triton": ("cuda",)}
 
 
 class Choice(NamedTuple):
@@ -86,6 +96,9 @@ def _check_name(name: str, where: str) -> None:
     if name.startswith("native") and not native_available(variant):
         raise RuntimeError(f"{where}: the native kernels are unavailable "
                            f"({unavailable_reason(variant)}); use 'auto' or 'numba'")
+    if name == "triton" and not triton_available():
+        raise RuntimeError(f"{where}: the 'triton' backend needs triton; install it with: "
+                           "pip install -c constraints.txt 'gnnforge[gpu]'")
 
 
 @contextlib.contextmanager
@@ -95,13 +108,16 @@ def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[N
     Args:
         name: 'reference', 'auto' (measured per kernel class), 'native' (C++, CPU; or
             'native:sse2' / 'native:avx2' / 'native:avx512' for one variant), 'numba'
-            (CPU), 'mkl' (CPU) or 'torch' (PyTorch ops, the CUDA path).
+            (CPU), 'mkl' (CPU), 'torch' (PyTorch ops, any device) or 'triton' (Triton
+            kernels: CUDA, or CPU tensors through Triton's interpreter when
+            TRITON_INTERPRET=1).
         index_dtype: torch.int32 or torch.int64 for the CSR indices the kernels read;
             None picks int32 whenever the graph fits.
 
     Raises:
         ValueError: unknown backend name, variant or index dtype.
-        RuntimeError: a native backend when its library could not be built (reason named).
+        RuntimeError: a native backend when its library could not be built (the reason
+            named); 'triton' when triton is not installed.
 
     Example:
         >>> with gnnforge.ops.use_backend("reference"):
@@ -142,9 +158,20 @@ def choose(family: str, device: torch.device) -> Choice:
     """
     choice = forced()
     if choice is None:
-        return Choice(DEFAULTS.get((family, device.type), "reference"), None)
-    devices = _DEVICES.get(choice.backend, ("cpu",))
+        backend = DEFAULTS.get((family, device.type), "reference")
+        if backend in _FALLBACKS and not _FALLBACKS[backend][1]():
+            backend = _FALLBACKS[backend][0]
+        return Choice(backend, None)
+    devices = _devices(choice.backend)
     if devices is not None and device.type not in devices:
-        raise ValueError(f"backend {choice.backend!r} runs on {devices} tensors, got tensors "
-                         f"on {device}; use 'torch' or 'reference' there")
+        hint = (" (CPU tensors only under TRITON_INTERPRET=1, Triton's interpreter)"
+                if choice.backend == "triton" else "")
+        raise ValueError(f"backend {choice.backend!r} runs on {devices} tensors{hint}, got "
+                         f"tensors on {device}; use 'torch' or 'reference' there")
     return choice
+
+
+def _devices(backend: str) -> tuple[str, ...] | None:
+    if backend == "triton" and interpreting():
+        return ("cuda", "cpu")
+    return _DEVICES.get(backend, ("cpu",))
