@@ -9,7 +9,10 @@ ever built. Edge features come as rows of a small table indexed per edge (`code`
 molecule's bond features take only 60 distinct values, so the bond embedding is a
 [60, F] table and never expanded to [E, F]; plain [E, F] edge features use code = edge id.
 
-CPU, float32/float64, numba (serial: one output row per row, deterministic).
+CPU, float32/float64. With the native backend (the CPU default when it builds) the C++
+kernels of `gnnforge/ops/_native_gine.py` run it in parallel, the backward as pulls over the
+CSC (grad_x) and CSR (grad_table); otherwise numba (serial: one output row per row,
+deterministic).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ import numba
 import numpy as np
 import torch
 from torch import Tensor
+
+from gnnforge.ops._dispatch import choose
+from gnnforge.ops._generic import index_dtype
+from gnnforge.ops._native_gine import gine_backward_native, gine_forward_native
 
 __all__ = ["fused_gine_available", "gine_message_sum"]
 
@@ -84,6 +91,7 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
     if table.shape[-1] != x.shape[-1]:
         raise ValueError(f"gine_message_sum: table width {table.shape[-1]} != x width "
                          f"{x.shape[-1]}")
+    identity = code is None
     if code is None:
         if table.shape[0] != graph.num_edges:
             raise ValueError(f"gine_message_sum: table has {table.shape[0]} rows for "
@@ -95,15 +103,51 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
     elif code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
         raise ValueError(f"gine_message_sum: code values must lie in [0, {table.shape[0]}), "
                          f"got [{int(code.min())}, {int(code.max())}]")
-    rowptr, col, eids = graph.csr()
     if self_weight is None:
         self_weight = x.new_zeros(1)
     elif self_weight.numel() != 1 or graph.num_dst_nodes > x.shape[0]:
         raise ValueError(f"gine_message_sum: self_weight must have one element and x one row "
                          f"per destination, got {tuple(self_weight.shape)} and {x.shape[0]} rows "
                          f"for {graph.num_dst_nodes} destinations")
+    choice = choose("gspmm", x.device)
+    if choice.backend == "native":
+        return _NativeGineMessageSum.apply(x, table, self_weight, None if identity else
+                                           code.to(torch.int64).contiguous(), graph,
+                                           index_dtype(graph, choice.index_dtype))
+    rowptr, col, eids = graph.csr()
     return _GineMessageSum.apply(x, table, self_weight, code.to(torch.int64), rowptr, col,
                                  eids)
+
+
+def _self_weight_grad(ctx, grad: Tensor, x: Tensor, self_weight: Tensor) -> Tensor | None:
+    """d/dw sum_v <grad_v, w x_v> over destination rows."""
+    if not ctx.needs_input_grad[2]:
+        return None
+    rows = grad.shape[0]
+    return torch.vdot(grad.reshape(-1), x[:rows].reshape(-1)).reshape(
+        self_weight.shape).to(self_weight.dtype)
+
+
+class _NativeGineMessageSum(torch.autograd.Function):
+    """The native kernels (`gnnforge.ops._native_gine`), parallel pulls both ways."""
+
+    @staticmethod
+    def forward(ctx, x, table, self_weight, code, graph, index_dtype):
+        x, table = x.contiguous(), table.contiguous()
+        scale = float(self_weight)
+        out = gine_forward_native(*graph.csr(index_dtype), code, x, table, scale)
+        ctx.save_for_backward(x, table, self_weight, code)
+        ctx.graph, ctx.index_dtype, ctx.scale = graph, index_dtype, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, table, self_weight, code = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_x, grad_table = gine_backward_native(
+            ctx.graph.csr(ctx.index_dtype), ctx.graph.csc(ctx.index_dtype), code, x, table,
+            ctx.scale, grad)
+        return grad_x, grad_table, _self_weight_grad(ctx, grad, x, self_weight), None, None, None
 
 
 class _GineMessageSum(torch.autograd.Function):
@@ -124,12 +168,8 @@ class _GineMessageSum(torch.autograd.Function):
         grad_x, grad_table = torch.zeros_like(x), torch.zeros_like(table)
         _backward(*_numpy(rowptr, col, eids, code, x, table), ctx.scale, grad.numpy(),
                   grad_x.numpy(), grad_table.numpy())
-        grad_weight = None
-        if ctx.needs_input_grad[2]:     # d/dw sum_v <grad_v, w x_v> over destination rows
-            rows = grad.shape[0]
-            grad_weight = torch.vdot(grad.reshape(-1), x[:rows].reshape(-1)).reshape(
-                self_weight.shape).to(self_weight.dtype)
-        return grad_x, grad_table, grad_weight, None, None, None, None
+        return (grad_x, grad_table, _self_weight_grad(ctx, grad, x, self_weight), None, None,
+                None, None)
 
 
 def _numpy(*tensors: Tensor) -> list[np.ndarray]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from gnnforge.ops._generic import gsddmm, gspmm
+from gnnforge.ops._custom_ops import eager
+from gnnforge.ops._dispatch import choose
+from gnnforge.ops._generic import check_device, gsddmm, gspmm, index_dtype
+from gnnforge.ops._native_softmax import edge_softmax_backward_native, edge_softmax_native
 
 __all__ = ["edge_softmax"]
 
@@ -36,6 +39,10 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
     if logits.dim() == 0 or logits.shape[0] != graph.num_edges:
         raise ValueError(f"logits: first dimension must be num_edges={graph.num_edges}, got "
                          f"shape {tuple(logits.shape)}")
+    choice = choose("gspmm", check_device(graph, None, logits))
+    if (choice.backend == "native" and eager(logits)
+            and not torch._C._are_functorch_transforms_active()):
+        return _NativeEdgeSoftmax.apply(graph, logits, index_dtype(graph, choice.index_dtype))
     return _EdgeSoftmax.apply(graph, logits)
 
 
@@ -53,6 +60,34 @@ class _EdgeSoftmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        weighted = out * grad                                                   # [E, *F]
-        total = gspmm(ctx.graph, "copy_rhs", "sum", None, weighted)            # [M, *F]
-        return None, weighted - gsddmm(ctx.graph, "mul", out, total, "e", "v")
+        return None, _composed_backward(ctx.graph, out, grad)
+
+
+def _composed_backward(graph, out: Tensor, grad: Tensor) -> Tensor:
+    weighted = out * grad                                                       # [E, *F]
+    total = gspmm(graph, "copy_rhs", "sum", None, weighted)                    # [M, *F]
+    return weighted - gsddmm(graph, "mul", out, total, "e", "v")
+
+
+class _NativeEdgeSoftmax(torch.autograd.Function):
+    """The native backend's fused kernels (`_native_softmax`): one CSR pull each way.
+
+    A backward that records a graph (second derivatives) takes the composed ops instead,
+    which are differentiable.
+    """
+
+    @staticmethod
+    def forward(ctx, graph, logits, index_dtype):
+        rowptr, _, eids = graph.csr(index_dtype)
+        out = edge_softmax_native(rowptr, eids, logits)
+        ctx.graph, ctx.index_dtype = graph, index_dtype
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return None, _composed_backward(ctx.graph, out, grad), None
+        rowptr, _, eids = ctx.graph.csr(ctx.index_dtype)
+        return None, edge_softmax_backward_native(rowptr, eids, out, grad), None

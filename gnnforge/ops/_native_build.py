@@ -135,7 +135,9 @@ def _key(compiler: str, flags: tuple[str, ...]) -> str:
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
                              timeout=60).stdout
     digest = hashlib.sha256()
-    parts = [source.read_bytes().decode() for source in _sources()]
+    # Headers too: a change in a shared header rebuilds like a change in a source.
+    files = _sources() + sorted(_SOURCE_DIR.glob("*.h"))
+    parts = [source.read_bytes().decode() for source in files]
     parts += [version, " ".join(flags), " ".join(sorted(cpu_flags())), platform.machine(),
               str(ABI_VERSION)]
     for part in parts:
