@@ -211,7 +211,8 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     out_shape = tuple(grad_out.shape[1:])
     grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))  # [M, K]
     if _native_binary_extreme(ctx, grad_flat, arrays, arg_rhs):
-        return _extreme_grads_native(ctx, arrays, grad_flat, lhs, rhs, arg_rhs, out_shape)
+        return _extreme_grads_native(ctx, arrays, grad_flat, lhs, rhs, arg_lhs, arg_rhs,
+                                     out_shape)
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1] and _pull_extreme_grad(ctx, grad_flat, arg_lhs):
         grad = _EXTREME_GRAD[ctx.backend](arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat,
@@ -235,22 +236,21 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
 def _native_binary_extreme(ctx, grad_flat: Tensor, arrays: list[Tensor], arg_rhs: Tensor) -> bool:
     """u_add/mul_e max/min on the native backend, eager, no second derivative: its kernels."""
     return (ctx.backend == "native" and ctx.op in ("add", "mul") and not torch.is_grad_enabled()
-            and arg_rhs.dtype == arrays[ROWPTR].dtype and eager(grad_flat, arg_rhs))
+            and arg_rhs.dtype == arrays[ROWPTR].dtype and arg_rhs.numel() > 0
+            and eager(grad_flat, arg_rhs))
 
 
-def _extreme_grads_native(ctx, arrays, grad_flat, lhs, rhs, arg_rhs, out_shape):
-    """Both gradients by pulls over the recorded winning edges (`binary_grad.cpp`)."""
+def _extreme_grads_native(ctx, arrays, grad_flat, lhs, rhs, arg_lhs, arg_rhs, out_shape):
+    """Both gradients from the recorded winners, no atomics (`binary_grad.cpp`)."""
     mul = ctx.op == "mul"
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1]:
-        grad = extreme_grad_native(arrays[COLPTR], arrays[ROW], arrays[CEIDS], arg_rhs,
-                                   grad_flat, rhs if mul else None, out_shape, ctx.lhs_rows,
-                                   source=True)
+        grad = extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs, grad_flat,
+                                   rhs if mul else None, out_shape, ctx.lhs_rows, source=True)
         grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
     if ctx.needs_input_grad[2]:
-        grad = extreme_grad_native(arrays[ROWPTR], arrays[COL], arrays[EIDS], arg_rhs,
-                                   grad_flat, lhs if mul else None, out_shape, ctx.rhs_rows,
-                                   source=False)
+        grad = extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs, grad_flat,
+                                   lhs if mul else None, out_shape, ctx.rhs_rows, source=False)
         grad_rhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.rhs_shape)
     return grad_lhs, grad_rhs
 

@@ -35,10 +35,10 @@ PROTOTYPES: dict[str, tuple[list, object]] = {
     # out, edges, H, D, threads
     "gf_sddmm": ([_I32, _I32, _I32, _I32, _P, _P, _P, _I64, _I64, _P, _I64, _I64, _P, _I64,
                   _I64, _I64, _I32], None),
-    # binary_grad.cpp: dtype, index64, source, ptr, index, eids, arg, grad, other (or NULL),
-    # other_stride, offset, out, rows, width, threads
+    # binary_grad.cpp: dtype, index64, source, rowptr, eids, arg_u, arg_e, grad, other (or
+    # NULL), stride, offset, out, num_dst, num_src, width, threads
     "gf_extreme_binary_grad": ([_I32, _I32, _I32, _P, _P, _P, _P, _P, _P, _I64, _P, _P, _I64,
-                                _I64, _I32], None),
+                                _I64, _I64, _I32], None),
     # gine.cpp: dtype, index64, rowptr, col, eids, code (or NULL), x, table, scale, out,
     # rows, width, threads
     "gf_gine_forward": ([_I32, _I32, _P, _P, _P, _P, _P, _P, ctypes.c_double, _P, _I64,

@@ -200,27 +200,28 @@ def gsddmm_binary_native(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Ten
     return out if compute == dtype else out.to(dtype)
 
 
-def extreme_grad_native(ptr: Tensor, index: Tensor, eids: Tensor, arg: Tensor, grad: Tensor,
-                        other: Tensor | None, out_shape: tuple[int, ...], rows: int,
-                        source: bool, variant: str | None = None) -> Tensor:
-    """One gradient of a binary max/min g-SpMM from its recorded winning edges (a pull).
+def extreme_grad_native(rowptr: Tensor, eids: Tensor, arg_lhs: Tensor, arg_rhs: Tensor,
+                        grad: Tensor, other: Tensor | None, out_shape: tuple[int, ...],
+                        rows: int, source: bool, variant: str | None = None) -> Tensor:
+    """One gradient of a binary max/min g-SpMM from its recorded winners (`binary_grad.cpp`).
 
     Args:
-        ptr, index, eids: the forward CSR (rowptr, col, eids) for the edge gradient, its
-            CSC (colptr, row, ceids) for the source-node gradient.
-        arg: [M, K] winning edge id per output element, in the index dtype.
+        rowptr, eids: the forward CSR by destination (int32 or int64).
+        arg_lhs, arg_rhs: [M, K] winning source node and edge id per output element.
         grad: [M, K] gradient of the output.
-        other: mul's other operand (source rows for the edge gradient, edge rows for the
-            source gradient), padded; None for add.
+        other: mul's other operand (edge rows for the source gradient, source rows for the
+            edge gradient), padded; None for add.
         out_shape: the output's feature shape (K elements), to broadcast `other`.
-        rows: E for the edge gradient, N for the source gradient.
+        rows: N (source gradient) or E (edge gradient), the rows of the result.
         source: which of the two.
+        variant: instruction-set build of the library; None the default.
 
     Returns:
         [rows, K] in grad's dtype, before summing over the operand's broadcast dimensions.
     """
     values = _compute(grad, grad.dtype if grad.dtype in _DTYPE_CODES else torch.float32)
-    arg = arg.to(ptr.dtype).contiguous()
+    winners_u = arg_lhs.to(rowptr.dtype).contiguous()
+    winners_e = arg_rhs.to(rowptr.dtype).contiguous()
     width = values.shape[1]
     factor = None if other is None else _compute(other, values.dtype)
     offset = (broadcast_offsets(tuple(other.shape[1:]), out_shape, False)
@@ -228,8 +229,9 @@ def extreme_grad_native(ptr: Tensor, index: Tensor, eids: Tensor, arg: Tensor, g
     out = pooled_empty((rows, width), values.dtype)
     if rows and width:
         load(variant).gf_extreme_binary_grad(
-            _DTYPE_CODES[values.dtype], ptr.dtype == torch.int64, source, ptr.data_ptr(),
-            index.data_ptr(), eids.data_ptr(), arg.data_ptr(), values.data_ptr(), None if factor is None else factor.data_ptr(),
-            0 if factor is None else _stride(factor), offset.data_ptr(), out.data_ptr(), rows,
-            width, _threads(index.shape[0] * width))
+            _DTYPE_CODES[values.dtype], rowptr.dtype == torch.int64, source,
+            rowptr.data_ptr(), eids.data_ptr(), winners_u.data_ptr(), winners_e.data_ptr(),
+            values.data_ptr(), None if factor is None else factor.data_ptr(),
+            0 if factor is None else _stride(factor), offset.data_ptr(), out.data_ptr(),
+            values.shape[0], rows, width, _threads(values.numel()))
     return out.to(grad.dtype)

@@ -268,3 +268,73 @@ def test_half_precision_is_computed_in_float32():
     torch.testing.assert_close(out, want.bfloat16())
     torch.testing.assert_close(scores, want_scores.bfloat16())
     torch.testing.assert_close(attention, want_attention.bfloat16())
+
+
+def _counting(monkeypatch, module, name, counts):
+    original = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        counts[name] = counts.get(name, 0) + 1
+        return original(*args, **kwargs)
+    monkeypatch.setattr(module, name, counted)
+
+
+def test_attention_weighted_and_gine_layers_run_on_the_native_kernels(monkeypatch):
+    from gnnforge.nn import GATConv, GATv2Conv, GCNConv, GINEConv
+    from gnnforge.nn import _gine_message
+    from gnnforge.nn._aggregate import weighted_neighbor_sum
+    from gnnforge.ops import _edge_softmax
+
+    def numba_reached(*args, **kwargs):
+        raise AssertionError("the numba fallback was called")
+
+    for module, name in ((_cpu, "gspmm_cpu"), (_cpu, "gsddmm_cpu"),
+                         (_gine_message, "_forward"), (_gine_message, "_backward")):
+        monkeypatch.setattr(module, name, numba_reached)
+    counts: dict[str, int] = {}
+    for module, name in ((_native, "gspmm_binary_native"), (_native, "gsddmm_binary_native"),
+                         (_edge_softmax, "edge_softmax_native"),
+                         (_edge_softmax, "edge_softmax_backward_native"),
+                         (_gine_message, "gine_forward_native"),
+                         (_gine_message, "gine_backward_native")):
+        _counting(monkeypatch, module, name, counts)
+    graph = random_graph("square", seed=17)
+    torch.manual_seed(0)
+    x = torch.randn(graph.num_nodes, 12, requires_grad=True)
+    weight = torch.rand(graph.num_edges, requires_grad=True)
+    edge_attr = torch.randn(graph.num_edges, 12, requires_grad=True)
+    with ops.use_backend("native"):
+        for layer in (GATConv(12, 4, heads=3), GATv2Conv(12, 4, heads=3), GCNConv(12, 8)):
+            layer(graph, x).square().sum().backward()
+        weighted_neighbor_sum(graph, x, weight).square().sum().backward()
+        GINEConv(torch.nn.Linear(12, 12))(graph, x, edge_attr).square().sum().backward()
+    assert {"gspmm_binary_native", "gsddmm_binary_native", "edge_softmax_native",
+            "edge_softmax_backward_native", "gine_forward_native",
+            "gine_backward_native"} <= set(counts)
+    assert weight.grad is not None and edge_attr.grad is not None
+
+
+@pytest.mark.parametrize("code", [False, True])
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES[:2])
+def test_fused_gine_equals_numba(variant, code, dtype, index_dtype, monkeypatch):
+    from gnnforge.nn import _gine_message
+    from gnnforge.ops import _native_gine
+
+    monkeypatch.setattr(_native_gine, "load", lambda chosen=None: _native_build.load(variant))
+    for kind, width in (("square", 5), ("bipartite", 40)):
+        graph = random_graph(kind, seed=18)
+        generator = torch.Generator().manual_seed(1)
+        x = torch.randn(graph.num_src_nodes, width, generator=generator, dtype=dtype)
+        rows = 7 if code else graph.num_edges
+        table = torch.randn(rows, width, generator=generator, dtype=dtype)
+        codes = torch.randint(0, 7, (graph.num_edges,), generator=generator) if code else None
+        scale = torch.tensor([1.5], dtype=dtype)
+        upstream = torch.randn(graph.num_dst_nodes, width, generator=generator, dtype=dtype)
+        results = []
+        for backend in ("numba", "native"):
+            leaves = [t.clone().requires_grad_() for t in (x, table, scale)]
+            with ops.use_backend(backend, index_dtype=index_dtype):
+                out = _gine_message.gine_message_sum(graph, *leaves[:2], codes, leaves[2])
+                results.append((out, *torch.autograd.grad(out, leaves, upstream)))
+        for got, want in zip(results[1], results[0]):
+            torch.testing.assert_close(got, want, **_tolerance(dtype))

@@ -24,11 +24,13 @@ namespace {
 
 using namespace gf;
 
-// mean is sum with a scale of 1/degree (one instantiation for both).
+// The kernels are instantiated for sum and max only, to keep the library's compile time
+// down: mean is sum with a scale of 1/degree, and min is max of the negated messages
+// (negation is exact and turns the strict < into a strict >, so ties are kept the same).
 enum Reduce { kSum = 0, kMean = 1, kMax = 2, kMin = 3 };
 
-// Register vectors per block: 8 accumulators for sum; max/min also hold 8 position
-// vectors, which fit 32 zmm registers but not 16 ymm, so 4 there.
+// Register vectors per block: 8 accumulators for sum; max also holds 8 position vectors,
+// which fit 32 zmm registers but not 16 ymm, so 4 there. Blocks are 8, 4 or 1 vectors.
 constexpr int max_block(int reduce, int bytes) {
   return reduce == kSum || bytes == 64 ? 8 : 4;
 }
@@ -52,6 +54,8 @@ inline __attribute__((always_inline)) void binary_block(
     const I* ia, const I* ib, int64_t begin, int64_t end, const Operand<T>& a,
     const Operand<T>& b, const int64_t* oa, const int64_t* ob, T* out, I* arg_a, I* arg_b,
     T scale, int64_t limit) {
+  // sum: out = scale * sum of messages; max: out = scale * max of (scale * message), with
+  // scale -1 for min.
   typedef typename Vec<T, B>::type V;
   typedef typename Vec<T, B>::itype IV;
   typedef typename Vec<T, B>::lane_index Lane;
@@ -69,22 +73,23 @@ inline __attribute__((always_inline)) void binary_block(
     const T* rb = b.row(ib[j]);
     for (int k = 0; k < NV; ++k) {
       const V vb = BV ? load<T, B>(rb + ob[k]) : splat<T, B>(rb[ob[k]]);
-      const V m = apply<Op>(load<T, B>(ra + oa[k]), vb);
+      const V product = apply<Op>(load<T, B>(ra + oa[k]), vb);
+      const V m = R == kSum ? product : product * scale;
       if (R == kSum) {
         acc[k] = j == begin ? m : acc[k] + m;
       } else if (j == begin) {
         acc[k] = m;
         who[k] = fill<IV, Lane>(0);
       } else {
-        const IV wins = R == kMax ? (m > acc[k]) : (m < acc[k]);
+        const IV wins = m > acc[k];
         acc[k] = wins ? m : acc[k];
         who[k] = wins ? fill<IV, Lane>(static_cast<Lane>(j - begin)) : who[k];
       }
     }
   }
   for (int k = 0; k < NV; ++k) {
-    store<T, B>(out + k * L, R == kSum ? acc[k] * splat<T, B>(scale) : acc[k]);
-    if (R >= kMax && arg_a) {
+    store<T, B>(out + k * L, acc[k] * splat<T, B>(scale));
+    if (R == kMax && arg_a) {
       for (int i = 0; i < L; ++i) {
         const int64_t j = begin + who[k][i];
         arg_a[k * L + i] = ia[j];
@@ -101,18 +106,20 @@ void binary_tail(const I* ia, const I* ib, int64_t begin, int64_t end, const Ope
                  T scale) {
   for (int64_t c = c0; c < width; ++c) {
     int64_t at = begin;
-    T best = apply<Op>(a.row(ia[begin])[c], b.row(ib[begin])[BV ? c : 0]);
+    const T first = apply<Op>(a.row(ia[begin])[c], b.row(ib[begin])[BV ? c : 0]);
+    T best = R == kSum ? first : first * scale;
     for (int64_t j = begin + 1; j < end; ++j) {
-      const T m = apply<Op>(a.row(ia[j])[c], b.row(ib[j])[BV ? c : 0]);
+      const T product = apply<Op>(a.row(ia[j])[c], b.row(ib[j])[BV ? c : 0]);
+      const T m = R == kSum ? product : product * scale;
       if (R == kSum) {
         best += m;
-      } else if (R == kMax ? m > best : m < best) {
+      } else if (m > best) {
         best = m;
         at = j;
       }
     }
-    out[c] = R == kSum ? best * scale : best;
-    if (R >= kMax && arg_a) {
+    out[c] = best * scale;
+    if (R == kMax && arg_a) {
       arg_a[c] = ia[at];
       arg_b[c] = ib[at];
     }
@@ -129,7 +136,7 @@ void binary_row(const I* ia, const I* ib, int64_t begin, int64_t end, const Oper
   const int64_t vectors = width / L;
   while (k0 < vectors) {
     int block = max_block(R, B);
-    while (block > vectors - k0) block /= 2;
+    while (block > vectors - k0) block = block == 8 ? 4 : 1;
     const int64_t* oa = offsets.a.data() + k0;
     const int64_t* ob = offsets.b.data() + k0;
     T* o = out + k0 * L;
@@ -141,7 +148,7 @@ void binary_row(const I* ia, const I* ib, int64_t begin, int64_t end, const Oper
         binary_block<T, I, Op, R, BV, n, B>(ia, ib, begin, end, a, b, oa, ob, o, xa, xb, \
                                             scale, limit); \
       break;
-      GF_CASE(1) GF_CASE(2) GF_CASE(4) GF_CASE(8)
+      GF_CASE(1) GF_CASE(4) GF_CASE(8)
 #undef GF_CASE
     }
     limit = 0;  // the first block's pass brings each whole row in
@@ -154,7 +161,7 @@ void binary_row(const I* ia, const I* ib, int64_t begin, int64_t end, const Oper
 
 template <class T, class I, int Op, int R, bool BV>
 void spmm_binary(const I* ptr, const I* ia, const I* ib, Operand<T> a, Operand<T> b, T* out,
-                 I* arg_a, I* arg_b, int64_t rows, int64_t H, int64_t D, bool mean,
+                 I* arg_a, I* arg_b, int64_t rows, int64_t H, int64_t D, int reduce,
                  int threads) {
   constexpr int B = kWideBytes;
   constexpr int L = Vec<T, B>::size;
@@ -178,7 +185,7 @@ void spmm_binary(const I* ptr, const I* ia, const I* ib, Operand<T> a, Operand<T
         }
         continue;
       }
-      const T scale = mean ? T(1) / T(end - begin) : T(1);
+      const T scale = reduce == kMean ? T(1) / T(end - begin) : reduce == kMin ? T(-1) : T(1);
       if (flat) {
         binary_row<T, I, Op, R, BV, B>(ia, ib, begin, end, a, b, offsets, width, out_row, xa,
                                        xb, scale, limit);
@@ -200,11 +207,11 @@ void spmm_binary_reduce(int reduce, bool b_vector, const I* ptr, const I* ia, co
                         Operand<T> a, Operand<T> b, T* out, I* arg_a, I* arg_b, int64_t rows,
                         int64_t H, int64_t D, int threads) {
 #define GF_RUN(R, BV) spmm_binary<T, I, Op, R, BV>(ptr, ia, ib, a, b, out, arg_a, arg_b, rows, \
-                                                  H, D, reduce == kMean, threads)
-  switch (reduce) {
-    case kSum: case kMean: if (b_vector) GF_RUN(kSum, true); else GF_RUN(kSum, false); break;
-    case kMax: if (b_vector) GF_RUN(kMax, true); else GF_RUN(kMax, false); break;
-    default: if (b_vector) GF_RUN(kMin, true); else GF_RUN(kMin, false); break;
+                                                  H, D, reduce, threads)
+  if (reduce == kSum || reduce == kMean) {
+    if (b_vector) GF_RUN(kSum, true); else GF_RUN(kSum, false);
+  } else {
+    if (b_vector) GF_RUN(kMax, true); else GF_RUN(kMax, false);
   }
 #undef GF_RUN
 }
