@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops._dispatch import choose
+from gnnforge.ops._edge_softmax import native_variant
 from gnnforge.ops._generic import index_dtype
 from gnnforge.ops._native_gine import gine_backward_native, gine_forward_native
 
@@ -110,10 +111,12 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
                          f"per destination, got {tuple(self_weight.shape)} and {x.shape[0]} rows "
                          f"for {graph.num_dst_nodes} destinations")
     choice = choose("gspmm", x.device)
-    if choice.backend == "native":
+    variant = native_variant(choice.backend)
+    if variant is not None:
         return _NativeGineMessageSum.apply(x, table, self_weight, None if identity else
                                            code.to(torch.int64).contiguous(), graph,
-                                           index_dtype(graph, choice.index_dtype))
+                                           index_dtype(graph, choice.index_dtype),
+                                           variant or None)
     rowptr, col, eids = graph.csr()
     return _GineMessageSum.apply(x, table, self_weight, code.to(torch.int64), rowptr, col,
                                  eids)
@@ -132,12 +135,12 @@ class _NativeGineMessageSum(torch.autograd.Function):
     """The native kernels (`gnnforge.ops._native_gine`), parallel pulls both ways."""
 
     @staticmethod
-    def forward(ctx, x, table, self_weight, code, graph, index_dtype):
+    def forward(ctx, x, table, self_weight, code, graph, index_dtype, variant):
         x, table = x.contiguous(), table.contiguous()
         scale = float(self_weight)
-        out = gine_forward_native(*graph.csr(index_dtype), code, x, table, scale)
+        out = gine_forward_native(*graph.csr(index_dtype), code, x, table, scale, variant)
         ctx.save_for_backward(x, table, self_weight, code)
-        ctx.graph, ctx.index_dtype, ctx.scale = graph, index_dtype, scale
+        ctx.graph, ctx.index_dtype, ctx.scale, ctx.variant = graph, index_dtype, scale, variant
         return out
 
     @staticmethod
@@ -146,8 +149,9 @@ class _NativeGineMessageSum(torch.autograd.Function):
         grad = grad.contiguous()
         grad_x, grad_table = gine_backward_native(
             ctx.graph.csr(ctx.index_dtype), ctx.graph.csc(ctx.index_dtype), code, x, table,
-            ctx.scale, grad)
-        return grad_x, grad_table, _self_weight_grad(ctx, grad, x, self_weight), None, None, None
+            ctx.scale, grad, ctx.variant)
+        return (grad_x, grad_table, _self_weight_grad(ctx, grad, x, self_weight), None, None,
+                None, None)
 
 
 class _GineMessageSum(torch.autograd.Function):

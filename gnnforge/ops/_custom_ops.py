@@ -23,20 +23,15 @@ import math
 import torch
 from torch import Tensor
 
-from gnnforge.ops._cpu import extreme_grad_cpu, mean_grad_cpu
-from gnnforge.ops._dispatch import KERNELS
-from gnnforge.ops._native import extreme_grad_native as copy_extreme_grad_native
-from gnnforge.ops._native import mean_grad_native
-from gnnforge.ops._native_binary import extreme_grad_native
+from gnnforge.ops._candidates import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
+from gnnforge.ops._dispatch import kernel
+from gnnforge.ops._native import available as native_available
+from gnnforge.ops._native_binary import extreme_grad_native as binary_extreme_grad_native
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
 
 __all__ = ["eager", "mean_scaled", "reverse_arrays", "sddmm_op", "spmm", "spmm_op"]
 
 ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
-
-# backend -> CSC-pull gradient kernels of copy_u mean and copy_u max/min.
-_MEAN_GRAD = {"native": mean_grad_native, "numba": mean_grad_cpu}
-_EXTREME_GRAD = {"native": copy_extreme_grad_native, "numba": extreme_grad_cpu}
 
 
 def reverse_arrays(arrays: list[Tensor]) -> list[Tensor]:
@@ -75,20 +70,23 @@ def _(arrays, lhs, rhs, op, reduce, backend, record_args):
     out_shape = output_feature_shape(op, _shape(lhs), _shape(rhs))
     operand = lhs if lhs is not None else rhs
     out = operand.new_empty((rows, *out_shape), dtype=_dtype(lhs, rhs))
-    width = math.prod(out_shape) if reduce in ("max", "min") and record_args else 0
+    extreme = reduce in ("max", "min") and record_args
     arg_dtype = _arg_dtype(arrays, op, backend)
-    arg_lhs = operand.new_empty((rows if lhs is not None and width else 0, width),
-                                dtype=arg_dtype)
-    arg_rhs = operand.new_empty((rows if rhs is not None and width else 0, width),
-                                dtype=arg_dtype)
-    if not width:
-        arg_lhs, arg_rhs = (operand.new_empty((0,), dtype=torch.int64) for _ in range(2))
-    return out, arg_lhs, arg_rhs
+
+    def winners(side: Tensor | None) -> Tensor:
+        # [M, prod(F)] winners for each operand a max/min reads; a 1-D empty int64 tensor
+        # for an operand it does not read (copy ops) and whenever none are recorded.
+        if extreme and side is not None:
+            return operand.new_empty((rows, math.prod(out_shape)), dtype=arg_dtype)
+        return operand.new_empty((0,), dtype=torch.int64)
+
+    return out, winners(lhs), winners(rhs)
 
 
 def _arg_dtype(arrays: list[Tensor], op: str, backend: str) -> torch.dtype:
-    """dtype of the recorded max/min winners: the native kernels use the index dtype."""
-    if backend == "native":
+    """dtype of the recorded max/min winners: the index dtype on the native and auto
+    backends (auto converts a numba winner's), int64 elsewhere."""
+    if backend == "auto" or backend.startswith("native"):
         return arrays[ROWPTR].dtype
     return torch.int64
 
@@ -124,18 +122,18 @@ def spmm(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str, 
 
 
 def _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args):
-    kernel = KERNELS[("gspmm", backend)]
-    return kernel(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op, reduce, record_args)
+    return kernel("gspmm", backend)(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op,
+                                    reduce, record_args)
 
 
 def _spmm_setup(ctx, inputs, output):
-    arrays, lhs, rhs, op, reduce, backend, *_ = inputs
+    arrays, lhs, rhs, op, reduce, backend, record_args = inputs
     if isinstance(ctx, torch.autograd.function.FunctionCtx):
         # The arg outputs get no gradient; without this autograd fills [M, K] int64 zeros
         # for them on every backward (measured 6 ms per call on R-MAT F=16).
         ctx.mark_non_differentiable(output[1], output[2])
         ctx.set_materialize_grads(False)
-    ctx.op, ctx.reduce, ctx.backend = op, reduce, backend
+    ctx.op, ctx.reduce, ctx.backend, ctx.record_args = op, reduce, backend, record_args
     ctx.lhs_shape, ctx.rhs_shape = _shape(lhs), _shape(rhs)
     ctx.lhs_rows = None if lhs is None else lhs.shape[0]
     ctx.rhs_rows = None if rhs is None else rhs.shape[0]
@@ -147,6 +145,10 @@ def _spmm_setup(ctx, inputs, output):
 def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
     *arrays, lhs, rhs, arg_lhs, arg_rhs = ctx.saved_tensors
     if ctx.reduce in ("max", "min"):
+        if not ctx.record_args:  # the kernels would read winners that were never written
+            raise RuntimeError(f"gnnforge::gspmm: {ctx.op} {ctx.reduce} ran with "
+                               f"record_args=False, which records no winners to "
+                               f"differentiate through; call it with record_args=True")
         grad_lhs, grad_rhs = _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs)
     else:
         grad_lhs, grad_rhs = _sum_grads(ctx, arrays, grad_out, lhs, rhs)
@@ -155,10 +157,11 @@ def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
 
 def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     op, backend = ctx.op, ctx.backend
-    if (ctx.reduce == "mean" and op == "copy_lhs" and backend in _MEAN_GRAD
+    if (ctx.reduce == "mean" and op == "copy_lhs" and is_cpu_backend(backend)
             and not torch.is_grad_enabled() and eager(grad_out)):
-        grad = _MEAN_GRAD[backend](arrays[COLPTR], arrays[ROW], arrays[ROWPTR],
-                                   grad_out.reshape(grad_out.shape[0], -1), ctx.lhs_rows)
+        rows = grad_out.reshape(grad_out.shape[0], math.prod(grad_out.shape[1:]))
+        grad = mean_grad_kernel(backend)(arrays[COLPTR], arrays[ROW], arrays[ROWPTR], rows,
+                                         ctx.lhs_rows)
         return reduce_to_shape(grad.reshape(-1, *grad_out.shape[1:]), ctx.lhs_shape), None
     if ctx.reduce == "mean":
         grad_out = mean_scaled(arrays, grad_out)
@@ -215,7 +218,7 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
                                      out_shape)
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1] and _pull_extreme_grad(ctx, grad_flat, arg_lhs):
-        grad = _EXTREME_GRAD[ctx.backend](arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat,
+        grad = extreme_grad_kernel(ctx.backend)(arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat,
                                           ctx.lhs_rows)
         grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
     elif ctx.needs_input_grad[1]:
@@ -234,36 +237,42 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
 
 
 def _native_binary_extreme(ctx, grad_flat: Tensor, arrays: list[Tensor], arg_rhs: Tensor) -> bool:
-    """u_add/mul_e max/min on the native backend, eager, no second derivative: its kernels."""
-    return (ctx.backend == "native" and ctx.op in ("add", "mul") and not torch.is_grad_enabled()
+    """u_add/mul_e max/min on the native or auto backend, eager, no second derivative."""
+    return ((ctx.backend == "auto" or ctx.backend.startswith("native"))
+            and ctx.op in ("add", "mul") and not torch.is_grad_enabled()
             and arg_rhs.dtype == arrays[ROWPTR].dtype and arg_rhs.numel() > 0
-            and eager(grad_flat, arg_rhs))
+            and eager(grad_flat, arg_rhs) and native_available())
 
 
 def _extreme_grads_native(ctx, arrays, grad_flat, lhs, rhs, arg_lhs, arg_rhs, out_shape):
     """Both gradients from the recorded winners, no atomics (`binary_grad.cpp`)."""
     mul = ctx.op == "mul"
+    variant = ctx.backend.split(":", 1)[1] if ctx.backend.startswith("native:") else None
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1]:
-        grad = extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs, grad_flat,
-                                   rhs if mul else None, out_shape, ctx.lhs_rows, source=True)
+        grad = binary_extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs,
+                                          grad_flat, rhs if mul else None, out_shape,
+                                          ctx.lhs_rows, source=True, variant=variant)
         grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
     if ctx.needs_input_grad[2]:
-        grad = extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs, grad_flat,
-                                   lhs if mul else None, out_shape, ctx.rhs_rows, source=False)
+        grad = binary_extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs,
+                                          grad_flat, lhs if mul else None, out_shape,
+                                          ctx.rhs_rows, source=False, variant=variant)
         grad_rhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.rhs_shape)
     return grad_lhs, grad_rhs
 
 
 def _pull_extreme_grad(ctx, grad_flat: Tensor, arg: Tensor) -> bool:
     """copy_u max/min on a CPU backend, eager, no second derivative: the CSC kernel."""
-    return (ctx.op == "copy_lhs" and ctx.backend in _EXTREME_GRAD and not torch.is_grad_enabled()
+    return (ctx.op == "copy_lhs" and is_cpu_backend(ctx.backend) and not torch.is_grad_enabled()
             and eager(grad_flat, arg))
 
 
 def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
     """[M, K]: data's value at the winning row for each output feature (broadcast aware)."""
     offset = broadcast_offsets(tuple(data.shape[1:]), out_shape, False).to(rows.device)
+    if data.shape[0] == 0:  # a graph without edges: every winner is -1
+        return data.new_zeros(rows.shape)
     flat = data.reshape(-1)
     width = math.prod(data.shape[1:])
     return flat[rows.long().clamp(min=0) * width + offset] * (rows >= 0)
@@ -272,6 +281,8 @@ def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
 def _scatter_rows(value: Tensor, rows: Tensor, num_rows: int) -> Tensor:
     """[num_rows, K]: value[v, k] added into row rows[v, k] (entries with -1 dropped)."""
     out = value.new_zeros(num_rows, value.shape[1])
+    if num_rows == 0:  # nothing can have won (a graph without edges: every winner is -1)
+        return out
     return out.scatter_add(0, rows.long().clamp(min=0), value * (rows >= 0))
 
 
@@ -330,8 +341,8 @@ def sddmm_op(arrays: list[Tensor], lhs: Tensor, rhs: Tensor, op: str, lhs_target
              rhs_target: str, backend: str) -> Tensor:
     """out [E, *F] = op(lhs[lhs_target(e)], rhs[rhs_target(e)]) for binary ops."""
     num_edges = arrays[SRC].shape[0]
-    kernel = KERNELS[("gsddmm", backend)]
-    return kernel(_target_rows(arrays, lhs_target, num_edges, lhs.device),
+    sddmm_kernel = kernel("gsddmm", backend)
+    return sddmm_kernel(_target_rows(arrays, lhs_target, num_edges, lhs.device),
                   _target_rows(arrays, rhs_target, num_edges, lhs.device), lhs, rhs, op)
 
 

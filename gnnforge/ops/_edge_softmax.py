@@ -7,8 +7,10 @@ from torch import Tensor
 
 from gnnforge.ops._custom_ops import eager
 from gnnforge.ops._dispatch import choose
-from gnnforge.ops._generic import check_device, gsddmm, gspmm, index_dtype
+from gnnforge.ops._generic import _arrays, check_device, gsddmm, gspmm, index_dtype
+from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_softmax import edge_softmax_backward_native, edge_softmax_native
+from gnnforge.ops._triton import edge_softmax_triton
 
 __all__ = ["edge_softmax"]
 
@@ -20,7 +22,8 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
               m_v = \max_{e' \to v} s_{e'}
 
     Built from g-SpMM (max, sum) and g-SDDMM (e_sub_v, e_div_v), so it runs on whichever
-    backend is active; the backward is the softmax identity
+    backend is active (the Triton backend runs a fused version: `_triton/_edge_softmax`);
+    the backward is the softmax identity
     :math:`\partial s = a \odot (g - \sum_{e' \to v} a_{e'} g_{e'})`, which saves only a.
 
     Args:
@@ -39,11 +42,33 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
     if logits.dim() == 0 or logits.shape[0] != graph.num_edges:
         raise ValueError(f"logits: first dimension must be num_edges={graph.num_edges}, got "
                          f"shape {tuple(logits.shape)}")
-    choice = choose("gspmm", check_device(graph, None, logits))
-    if (choice.backend == "native" and eager(logits)
-            and not torch._C._are_functorch_transforms_active()):
-        return _NativeEdgeSoftmax.apply(graph, logits, index_dtype(graph, choice.index_dtype))
+    choice = choose("gspmm", logits.device)
+    if choice.backend == "triton":
+        graph_device = graph.coo()[0].device
+        if graph_device != logits.device:
+            raise ValueError(f"logits are on {logits.device} but the graph is on "
+                             f"{graph_device}; move one with .to()")
+        need_grad = torch.is_grad_enabled() and logits.requires_grad
+        return edge_softmax_triton(_arrays(graph, choice.index_dtype, need_grad, True), logits)
+    variant = native_variant(choice.backend)
+    if variant is not None and eager(logits) and not torch._C._are_functorch_transforms_active():
+        check_device(graph, None, logits)
+        return _NativeEdgeSoftmax.apply(graph, logits, index_dtype(graph, choice.index_dtype),
+                                        variant or None)
     return _EdgeSoftmax.apply(graph, logits)
+
+
+def native_variant(backend: str) -> str | None:
+    """The native variant a CPU backend runs fused kernels with ('' the default), or None.
+
+    'native' and 'auto' (where the library built) use the default build, 'native:VARIANT'
+    that variant; numba, mkl and the others the composed ops.
+    """
+    if backend.startswith("native:"):
+        return backend.split(":", 1)[1]
+    if backend == "native" or (backend == "auto" and native_available()):
+        return ""
+    return None
 
 
 class _EdgeSoftmax(torch.autograd.Function):
@@ -70,17 +95,17 @@ def _composed_backward(graph, out: Tensor, grad: Tensor) -> Tensor:
 
 
 class _NativeEdgeSoftmax(torch.autograd.Function):
-    """The native backend's fused kernels (`_native_softmax`): one CSR pull each way.
+    """The native library's fused kernels (`_native_softmax`): one CSR pull each way.
 
     A backward that records a graph (second derivatives) takes the composed ops instead,
     which are differentiable.
     """
 
     @staticmethod
-    def forward(ctx, graph, logits, index_dtype):
+    def forward(ctx, graph, logits, index_dtype, variant):
         rowptr, _, eids = graph.csr(index_dtype)
-        out = edge_softmax_native(rowptr, eids, logits)
-        ctx.graph, ctx.index_dtype = graph, index_dtype
+        out = edge_softmax_native(rowptr, eids, logits, variant)
+        ctx.graph, ctx.index_dtype, ctx.variant = graph, index_dtype, variant
         ctx.save_for_backward(out)
         return out
 
@@ -88,6 +113,7 @@ class _NativeEdgeSoftmax(torch.autograd.Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         if torch.is_grad_enabled():
-            return None, _composed_backward(ctx.graph, out, grad), None
+            return None, _composed_backward(ctx.graph, out, grad), None, None
         rowptr, _, eids = ctx.graph.csr(ctx.index_dtype)
-        return None, edge_softmax_backward_native(rowptr, eids, out, grad), None
+        return (None, edge_softmax_backward_native(rowptr, eids, out, grad, ctx.variant),
+                None, None)
