@@ -9,7 +9,9 @@ ratios are DGL's time over gnnforge's (above 1: gnnforge faster).
     PYTHONPATH=$PWD /work/bench-venv/bin/python benchmarks/binary.py
     PYTHONPATH=$PWD /work/bench-venv/bin/python benchmarks/binary.py --variant sse2
 
-`--variant` forces one instruction-set build of the native library for every kernel.
+`gnnforge` is the default path (backend `auto`: per kernel class the candidate measured
+fastest here), `native` the native library's widest build, or with `--variant V` the
+build `native:V` for every kernel.
 DGL columns are skipped, with the reason printed, where DGL cannot be imported.
 """
 
@@ -114,7 +116,8 @@ def _dgl_graph(dgl, graph: Graph):
 
 
 def _methods(dgl, graph, dgl_graph, names, backend):
-    """method name -> callable(call_gnnforge, dgl_name, tensors, backward)."""
+    """method name -> callable(call_gnnforge, dgl_name, tensors, backward); `backend` is
+    the native backend name of the 'native' column."""
     def ours(backend_name):
         def make(call, _, tensors, backward):
             inner = _runner(call, graph, tensors, backward)
@@ -125,7 +128,7 @@ def _methods(dgl, graph, dgl_graph, names, backend):
             return run
         return make
 
-    methods = {"gnnforge": ours(backend), "numba": ours("numba")}
+    methods = {"gnnforge": ours("auto"), "native": ours(backend), "numba": ours("numba")}
     if dgl is not None:
         def theirs(libxsmm):
             def make(_, name, tensors, backward):
@@ -149,20 +152,17 @@ def main(argv=None) -> int:
                         help="force one native build (sse2, avx2, avx512); default the widest")
     parser.add_argument("--ops", nargs="+", default=list(OPS), help="subset of the op names")
     args = parser.parse_args(argv)
-    if args.variant:
-        from gnnforge.ops import _native, _native_binary, _native_build, _native_softmax
-        for module in (_native, _native_binary, _native_softmax):
-            module.load = lambda chosen=None, name=args.variant: _native_build.load(chosen or name)
     dgl, reason = _dgl()
     if dgl is None:
         print(f"DGL skipped: {reason}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"native variant {args.variant or 'default (widest)'}, median of {args.repeats}")
-    names = ["gnnforge", "numba", "dgl", "dgl no-libxsmm"]
+    names = ["gnnforge", "native", "numba", "dgl", "dgl no-libxsmm"]
     for title, graph in _graphs(args.graphs):
         dgl_graph = _dgl_graph(dgl, graph) if dgl is not None else None
         tensors = _inputs(graph)
-        methods = _methods(dgl, graph, dgl_graph, names, "native")
+        native = f"native:{args.variant}" if args.variant else "native"
+        methods = _methods(dgl, graph, dgl_graph, names, native)
         print(f"\n### {title}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, "
               f"F={WIDTH}, H={HEADS}\n")
         header = list(methods)

@@ -32,9 +32,11 @@ _PARALLEL_WORK = 2**18
 _SERIAL_SCATTER_BYTES = 1024
 
 
-# Kernel primitives (as `_autotune` names them) the library computes itself; the rest of
-# the backend's ops run numba's kernels, so native variants are no candidates for them.
-_NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad"})
+# Kernel primitives (as `_autotune` names them) the library computes itself (add and mul:
+# `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
+# so native variants are no candidates for them.
+_NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad", "add",
+                                "mul"})
 
 
 def supports(primitive: str, reduce: str) -> bool:

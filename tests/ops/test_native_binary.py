@@ -1,7 +1,7 @@
 """The native binary-reduce g-SpMM, g-SDDMM and edge softmax kernels equal the reference.
 
-Every instruction-set variant the host can run is forced in turn (the `variant` fixture
-points the wrappers' `load` at it), with float32 and float64, int32 and int64 indices, and
+Every instruction-set variant the host can run is forced in turn (backend 'native:VARIANT'),
+with float32 and float64, int32 and int64 indices, and
 every broadcasting case the layers use: vector [E, F], edge scalar [E] / [E, 1], per-head
 [E, H, 1] x [N, H, D] (D a whole number of SIMD vectors or not), scalar node data with
 vector edge data (the swapped layout), a two-sided broadcast, and one that falls back to
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import gnnforge.ops as ops
 from gnnforge.graph import Graph
-from gnnforge.ops import _cpu, _native, _native_binary, _native_build, _native_softmax
+from gnnforge.ops import _cpu, _native, _native_build
 from gnnforge.ops._native import available
 from gnnforge.ops._native_binary import gspmm_binary_native, plan_layout
 
@@ -60,13 +60,9 @@ SDDMM_CASES = [
 
 
 @pytest.fixture(params=VARIANTS)
-def variant(request, monkeypatch):
-    """Every native call in the test runs on this instruction-set build."""
-    name = request.param
-    for module in (_native, _native_binary, _native_softmax):
-        monkeypatch.setattr(module, "load",
-                            lambda chosen=None, name=name: _native_build.load(chosen or name))
-    return name
+def variant(request):
+    """The backend name that runs every native kernel on one instruction-set build."""
+    return f"native:{request.param}"
 
 
 def _data(rows, shape, dtype, seed, positive=False):
@@ -91,9 +87,9 @@ def _forward_and_grads(backend, index_dtype, call, inputs, seed=3):
     return out, grads
 
 
-def _check(call, inputs, dtype, index_dtype):
+def _check(call, inputs, dtype, index_dtype, backend):
     expected = _forward_and_grads("reference", None, call, inputs)
-    actual = _forward_and_grads("native", index_dtype, call, inputs)
+    actual = _forward_and_grads(backend, index_dtype, call, inputs)
     assert actual[0].shape == expected[0].shape and actual[0].dtype == expected[0].dtype
     torch.testing.assert_close(actual[0], expected[0], **_tolerance(dtype))
     for got, want in zip(actual[1], expected[1]):
@@ -110,7 +106,7 @@ def test_binary_spmm_forward_and_gradients(variant, lhs_shape, rhs_shape, dtype,
             e = _data(graph.num_edges, rhs_shape, dtype, 2, positive=op == "div")
             for reduce in REDUCES:
                 _check(lambda a, b, op=op, r=reduce: ops.gspmm(graph, op, r, a, b), (x, e),
-                       dtype, index_dtype)
+                       dtype, index_dtype, variant)
 
 
 @pytest.mark.parametrize("dtype,index_dtype", DTYPES)
@@ -123,7 +119,7 @@ def test_sddmm_forward_and_gradients(variant, op, lhs_target, rhs_target, lhs_sh
         x = _data(rows[lhs_target], lhs_shape, dtype, 1)
         y = _data(rows[rhs_target], rhs_shape, dtype, 2, positive=op == "div")
         _check(lambda a, b: ops.gsddmm(graph, op, a, b, lhs_target, rhs_target), (x, y),
-               dtype, index_dtype)
+               dtype, index_dtype, variant)
 
 
 @pytest.mark.parametrize("dtype,index_dtype", DTYPES)
@@ -132,7 +128,7 @@ def test_edge_softmax_forward_and_gradient(variant, shape, dtype, index_dtype):
     for kind in ("square", "bipartite"):
         graph = random_graph(kind, seed=13)
         logits = _data(graph.num_edges, shape, dtype, 4) * 4
-        _check(lambda s: ops.edge_softmax(graph, s), (logits,), dtype, index_dtype)
+        _check(lambda s: ops.edge_softmax(graph, s), (logits,), dtype, index_dtype, variant)
 
 
 def test_the_layouts_cover_the_layers_cases():
@@ -156,7 +152,8 @@ def test_winners_are_in_the_index_dtype_and_ties_keep_the_first_edge(variant, re
         x = torch.randint(0, 3, (graph.num_nodes, *lhs_shape), generator=generator).float()
         e = torch.randint(0, 3, (graph.num_edges, *rhs_shape), generator=generator).float()
         for op in ("add", "mul"):
-            out, arg_x, arg_e = gspmm_binary_native(rowptr, col, eids, x, e, op, reduce)
+            out, arg_x, arg_e = gspmm_binary_native(rowptr, col, eids, x, e, op, reduce,
+                                                    variant=variant.split(":")[1])
             want, want_x, want_e = _cpu.gspmm_cpu(rowptr, col, eids, x, e, op, reduce)
             assert arg_x.dtype == arg_e.dtype == index_dtype
             torch.testing.assert_close(out, want)
@@ -168,7 +165,7 @@ def test_graph_without_edges_forward_and_backward(variant, reduce):
     graph = Graph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), 5)
     x = torch.randn(5, 4, 8, requires_grad=True)
     w = torch.randn(0, 4, 1, requires_grad=True)
-    with ops.use_backend("native"):
+    with ops.use_backend(variant):
         out = ops.u_mul_e_sum(graph, x, w) if reduce == "sum" else \
             ops.gspmm(graph, "add", reduce, x, w)
         out.sum().backward()
@@ -185,7 +182,7 @@ def test_gradcheck_float64(variant):
     x = _data(n, (2, 3), torch.float64, 1).requires_grad_()
     head = _data(m, (2, 1), torch.float64, 2).requires_grad_()
     vector = _data(m, (2, 3), torch.float64, 3).requires_grad_()
-    with ops.use_backend("native"):
+    with ops.use_backend(variant):
         for reduce in REDUCES:
             for op in ("mul", "add", "div"):
                 for e in (head, vector):
@@ -209,9 +206,9 @@ def test_multi_threaded_calls_equal_the_reference(variant):
     w = _data(40_000, (4, 1), torch.float32, 2)
     for reduce in REDUCES:
         _check(lambda a, b, r=reduce: ops.gspmm(graph, "mul", r, a, b), (x, w), torch.float32,
-               None)
-    _check(lambda a, b: ops.u_dot_v(graph, a, b), (x, x), torch.float32, None)
-    _check(lambda s: ops.edge_softmax(graph, s), (w,), torch.float32, None)
+               None, variant)
+    _check(lambda a, b: ops.u_dot_v(graph, a, b), (x, x), torch.float32, None, variant)
+    _check(lambda s: ops.edge_softmax(graph, s), (w,), torch.float32, None, variant)
 
 
 @st.composite
@@ -233,9 +230,8 @@ def test_arbitrary_graphs_spmm(sample, case, op, reduce):
     graph, dtype, seed, name = sample
     x = _data(graph.num_nodes, case[0], dtype, seed)
     e = _data(graph.num_edges, case[1], dtype, seed + 1)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_native_binary, "load", lambda chosen=None: _native_build.load(name))
-        _check(lambda a, b: ops.gspmm(graph, op, reduce, a, b), (x, e), dtype, None)
+    _check(lambda a, b: ops.gspmm(graph, op, reduce, a, b), (x, e), dtype, None,
+           f"native:{name}")
 
 
 @settings(max_examples=40, deadline=None)
@@ -244,12 +240,10 @@ def test_arbitrary_graphs_sddmm_and_softmax(sample, shape):
     graph, dtype, seed, name = sample
     x = _data(graph.num_nodes, (*shape, 5) if shape else (5,), dtype, seed)
     logits = _data(graph.num_edges, shape, dtype, seed + 1) * 3
-    with pytest.MonkeyPatch.context() as patch:
-        for module in (_native_binary, _native_softmax):
-            patch.setattr(module, "load", lambda chosen=None: _native_build.load(name))
-        _check(lambda a, b: ops.u_dot_v(graph, a, b), (x, x), dtype, None)
-        _check(lambda a, b: ops.u_add_v(graph, a, b), (x, x), dtype, None)
-        _check(lambda s: ops.edge_softmax(graph, s), (logits,), dtype, None)
+    backend = f"native:{name}"
+    _check(lambda a, b: ops.u_dot_v(graph, a, b), (x, x), dtype, None, backend)
+    _check(lambda a, b: ops.u_add_v(graph, a, b), (x, x), dtype, None, backend)
+    _check(lambda s: ops.edge_softmax(graph, s), (logits,), dtype, None, backend)
 
 
 def test_half_precision_is_computed_in_float32():
@@ -316,11 +310,8 @@ def test_attention_weighted_and_gine_layers_run_on_the_native_kernels(monkeypatc
 
 @pytest.mark.parametrize("code", [False, True])
 @pytest.mark.parametrize("dtype,index_dtype", DTYPES[:2])
-def test_fused_gine_equals_numba(variant, code, dtype, index_dtype, monkeypatch):
+def test_fused_gine_equals_numba(variant, code, dtype, index_dtype):
     from gnnforge.nn import _gine_message
-    from gnnforge.ops import _native_gine
-
-    monkeypatch.setattr(_native_gine, "load", lambda chosen=None: _native_build.load(variant))
     for kind, width in (("square", 5), ("bipartite", 40)):
         graph = random_graph(kind, seed=18)
         generator = torch.Generator().manual_seed(1)
@@ -331,7 +322,7 @@ def test_fused_gine_equals_numba(variant, code, dtype, index_dtype, monkeypatch)
         scale = torch.tensor([1.5], dtype=dtype)
         upstream = torch.randn(graph.num_dst_nodes, width, generator=generator, dtype=dtype)
         results = []
-        for backend in ("numba", "native"):
+        for backend in ("numba", variant):
             leaves = [t.clone().requires_grad_() for t in (x, table, scale)]
             with ops.use_backend(backend, index_dtype=index_dtype):
                 out = _gine_message.gine_message_sum(graph, *leaves[:2], codes, leaves[2])
