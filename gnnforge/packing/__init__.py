@@ -12,6 +12,7 @@ from gnnforge.packing._histogram import size_histogram
 from gnnforge.packing._loader import PackedLoader
 from gnnforge.packing._pack import METHODS, pack
 from gnnforge.packing._plan import PackingPlan, lower_bound
+from gnnforge.packing._static_batch import StaticBatch
 
 __all__ = [
     "HEURISTICS",
@@ -21,6 +22,7 @@ __all__ = [
     "PackCollator",
     "PackedLoader",
     "PackingPlan",
+    "StaticBatch",
     "check_monotone",
     "lower_bound",
     "pack",

@@ -40,6 +40,8 @@ _HELP = {
                    "cooperative (node task, --mode sampled: the processes sample and compute "
                    "one global minibatch together)",
     "partition": "--distributed cooperative: vertex partition, random or metis",
+    "compile": "run the training step under torch.compile(fullgraph=True, dynamic=False) "
+               "and end with the compile counts (frames, graph breaks, recompiles)",
 }
 
 

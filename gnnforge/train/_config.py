@@ -66,6 +66,9 @@ class TrainConfig:
     # cooperative: how vertices are assigned to processes ('metis' cuts fewer edges, so
     # fewer embedding rows cross processes; needs pymetis).
     partition: str = "random"
+    # Run the training step's loss and backward under torch.compile(fullgraph=True,
+    # dynamic=False): one compile per distinct batch shape (packing makes it one).
+    compile: bool = False
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
 
@@ -161,6 +164,9 @@ def validate(config: TrainConfig) -> None:
                           "node-classification graph; use --task node --dataset "
                           f"{config.dataset}")
     _validate_distributed(config)
+    if config.compile and config.task != "graph":
+        raise ConfigError(f"--compile supports --task graph (packed batches) in this build, "
+                          f"not --task {config.task}")
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
 
