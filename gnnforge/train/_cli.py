@@ -13,9 +13,10 @@ DESCRIPTION = ("train a GNN (default: GIN regressing TPSA on RDKit's NCI molecul
                "fixed-shape packed batches)")
 
 _HELP = {
-    "task": f"what to train: {', '.join(TASKS)}",
-    "dataset": "graph: nci-tpsa (default) or a labelled molecule source/CSV; "
-               "node: pubmed (default), cora, citeseer, sbm",
+    "task": f"what to train: {', '.join(TASKS)}; without it the dataset's kind decides",
+    "dataset": "a name `gnnforge datasets` prints, or a molecule CSV: node-labelled graphs "
+               "train node classification, labelled graph collections graph prediction, "
+               "unlabelled graphs link prediction (default: nci-tpsa, pubmed or rmat by task)",
     "epochs": "maximum number of epochs", "lr": "Adam learning rate",
     "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
     "dropout": "dropout probability", "seed": "seed for model init, splits and batch order",
@@ -28,11 +29,13 @@ _HELP = {
     "batch_graphs": "graph task: average graphs per fixed-shape batch",
     "limit": "graph task: use only the first N graphs (0: all)",
     "pool": "graph task: readout, sum or mean",
-    "mode": f"node task: {' or '.join(NODE_MODES)}-graph training",
-    "model": "node task: sage or gcn layers",
-    "sampler": f"node task, --mode sampled: {' or '.join(SAMPLERS)} (default: neighbor)",
-    "fanouts": "node task, --mode sampled: neighbours per layer, e.g. 10,10,10",
-    "batch_size": "node task, --mode sampled: seed nodes per minibatch",
+    "mode": f"node task: {' or '.join(NODE_MODES)}-graph training (link: sampled only)",
+    "model": "node and link tasks: sage or gcn layers",
+    "sampler": f"node (--mode sampled) and link tasks: {' or '.join(SAMPLERS)} "
+               "(default: neighbor)",
+    "fanouts": "node (--mode sampled) and link tasks: neighbours per layer, one per --layers",
+    "batch_size": "node task, --mode sampled: seed nodes per minibatch; link task: training "
+                  "edges per minibatch",
     "dependent": "node task, --mode sampled: dependent minibatches sharing variates over K "
                  "consecutive batches (0: independent)",
     "cache_size": "node task, --mode sampled: feature cache rows (0: no cache)",
@@ -94,6 +97,10 @@ def build_task(config: TrainConfig) -> Any:
         from gnnforge.train._node_task import NodeTask
 
         return NodeTask(config)
+    if config.task == "link":
+        from gnnforge.train._link_task import LinkTask
+
+        return LinkTask(config)
     raise ConfigError(f"build_task: no engine task for --task {config.task}")
 
 
