@@ -155,7 +155,8 @@ def _validate_dataset(config: TrainConfig) -> None:
     if config.task == "varmisuse" and Path(config.dataset).is_dir():
         return  # a folder of Python files
     kind = _kind(config.dataset)
-    if kind.task != config.task:
+    # Any single graph can be trained for link prediction, labelled or not.
+    if kind.task != config.task and not (config.task == "link" and kind.task == "node"):
         raise ConfigError(f"--task {config.task} cannot train {config.dataset!r}: it is "
                           f"{kind.what}; use --task {kind.task} --dataset {config.dataset} "
                           "(or leave out --task)")
