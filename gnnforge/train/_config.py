@@ -68,6 +68,11 @@ class TrainConfig:
     # cooperative: how vertices are assigned to processes ('metis' cuts fewer edges, so
     # fewer embedding rows cross processes; needs pymetis).
     partition: str = "random"
+    # --task varmisuse: banded block size S, nodes per batch (a multiple of S) and the
+    # propagation each model is trained with ('both' trains one model per backend).
+    block_size: int = 256
+    slots: int = 1024
+    backend: str = "both"
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
 
@@ -190,10 +195,32 @@ def validate(config: TrainConfig) -> None:
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                                   f"(got --task {config.task})")
+    _validate_varmisuse(config)
     _validate_dataset(config)
     _validate_distributed(config)
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
+
+
+VARMISUSE_BACKENDS = ("sparse", "banded", "both")
+
+
+def _validate_varmisuse(config: TrainConfig) -> None:
+    if config.task != "varmisuse":
+        for name, default in (("block_size", 256), ("slots", 1024), ("backend", "both")):
+            if getattr(config, name) != default:
+                raise ConfigError(f"--{_flag(name)} applies to --task varmisuse only "
+                                  f"(got --task {config.task})")
+        return
+    if config.backend not in VARMISUSE_BACKENDS:
+        raise ConfigError(f"--backend must be one of {VARMISUSE_BACKENDS}, got "
+                          f"{config.backend!r}")
+    for name in ("block_size", "slots"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
+    if config.slots % config.block_size:
+        raise ConfigError(f"--slots ({config.slots}) must be a multiple of --block-size "
+                          f"({config.block_size}): a batch is slots / block-size blocks")
 
 
 def _validate_link(config: TrainConfig) -> None:
