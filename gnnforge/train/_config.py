@@ -69,10 +69,12 @@ class TrainConfig:
     # fewer embedding rows cross processes; needs pymetis).
     partition: str = "random"
     # --task varmisuse: banded block size S, nodes per batch (a multiple of S) and the
-    # propagation each model is trained with ('both' trains one model per backend).
+    # propagation the model is trained with ('both' trains one model per backend). Sparse
+    # by default: on a CPU a banded step (dense S x S block products) costs several
+    # sparse steps (docs/training.md), and it is evaluated both ways either way.
     block_size: int = 256
     slots: int = 1024
-    backend: str = "both"
+    backend: str = "sparse"
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
 
@@ -207,7 +209,7 @@ VARMISUSE_BACKENDS = ("sparse", "banded", "both")
 
 def _validate_varmisuse(config: TrainConfig) -> None:
     if config.task != "varmisuse":
-        for name, default in (("block_size", 256), ("slots", 1024), ("backend", "both")):
+        for name, default in (("block_size", 256), ("slots", 1024), ("backend", "sparse")):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{_flag(name)} applies to --task varmisuse only "
                                   f"(got --task {config.task})")
