@@ -236,6 +236,8 @@ def _pull_extreme_grad(ctx, grad_flat: Tensor, arg: Tensor) -> bool:
 
 def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
     """[M, K]: data's value at the winning row for each output feature (broadcast aware)."""
+    if data.numel() == 0:  # no edges: every row is -1, and there is nothing to gather
+        return data.new_zeros(rows.shape)
     offset = broadcast_offsets(tuple(data.shape[1:]), out_shape, False).to(rows.device)
     flat = data.reshape(-1)
     width = math.prod(data.shape[1:])
@@ -245,6 +247,8 @@ def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
 def _scatter_rows(value: Tensor, rows: Tensor, num_rows: int) -> Tensor:
     """[num_rows, K]: value[v, k] added into row rows[v, k] (entries with -1 dropped)."""
     out = value.new_zeros(num_rows, value.shape[1])
+    if num_rows == 0:  # no target rows (a graph without edges): every entry is -1
+        return out
     return out.scatter_add(0, rows.long().clamp(min=0), value * (rows >= 0))
 
 
