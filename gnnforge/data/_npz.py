@@ -12,7 +12,6 @@ not stored in these files; none are invented.
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._errors import DataFormatError
+from gnnforge.data._limits import open_zip, read_zip_member
 from gnnforge.data._safe_pickle import safe_loads
 from gnnforge.data._sparse import checked_compressed, checked_matrix
 from gnnforge.graph import Graph
@@ -32,15 +32,13 @@ _FEATURE_CHOICES = ("dense", "none")
 
 def read_npz_members(path: str | Path) -> dict[str, Any]:
     """Every member of an npz file; object arrays are unpickled with the restricted unpickler."""
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise DataFormatError(path, f"not an npz (zip) file ({error})") from error
+    archive = open_zip(path, "an npz (zip) file")
     members = {}
     with archive:
         for name in archive.namelist():
             key = name.removesuffix(".npy")
-            members[key] = _read_member(archive.read(name), f"{path}[{name}]")
+            where = f"{path}[{name}]"
+            members[key] = _read_member(read_zip_member(archive, name, where), where)
     return members
 
 
