@@ -148,7 +148,9 @@ def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank:
                          "differ, so resume with the same launch (or use another --out-dir)")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    task.load_state_dict(state["task"])
+    # Each process restores its own task state (epoch counters, feature cache).
+    task.load_state_dict(state["task_per_rank"][rank] if "task_per_rank" in state
+                         else state["task"])
     # Every process continues its own random streams (dropout masks differ by rank).
     restore_rng(state["rng_per_rank"][rank] if "rng_per_rank" in state else state["rng"])
     return _Progress(**state["progress"]), list(state["history"]), state["best_model"]
@@ -168,8 +170,9 @@ class _Saver:
             import torch.distributed as dist
 
             states: list[Any] = [None] * self.world
-            dist.all_gather_object(states, rng)
-            payload["rng_per_rank"] = states
+            dist.all_gather_object(states, (rng, self.task.state_dict()))
+            payload["rng_per_rank"] = [rng_state for rng_state, _ in states]
+            payload["task_per_rank"] = [task_state for _, task_state in states]
         if self.rank != 0:
             return
         payload.update({
