@@ -4,6 +4,7 @@ from gnnforge.distributed._cooperative import CooperativeMinibatch, CooperativeS
 from gnnforge.distributed._exchange import ExchangePlan, PeerError, all_to_all_ids, exchange
 from gnnforge.distributed._launch import ProcessResult, free_port, init_from_env, spawn
 from gnnforge.distributed._partition import edge_cut, partition_nodes
+from gnnforge.distributed._rendezvous import rendezvous_timeout
 
 __all__ = [
     "CooperativeMinibatch",
@@ -17,5 +18,6 @@ __all__ = [
     "free_port",
     "init_from_env",
     "partition_nodes",
+    "rendezvous_timeout",
     "spawn",
 ]
