@@ -27,6 +27,8 @@ COMMANDS = {
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
     "plan": "gnnforge.plan._cli",
+    "tune": "gnnforge.ops._tune_cli",
+    "doctor": "gnnforge._doctor",
 }
 
 # Errors a command raises for a bad value the user gave (a name, a number, a file): one
