@@ -190,12 +190,15 @@ def starting(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gnnforge.train._checkpoint import check_out_dir
     from gnnforge.train._config import _read_toml, load_config
     from gnnforge.train._engine import fit
 
     overrides = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
     try:
         config = load_config(overrides, args.config)
+        if config.task != "varmisuse":
+            check_out_dir(config.out_dir)  # fail now, not after the first epoch
         set_threads(config.threads)
         if config.task == "varmisuse":
             explicit = {k for k, v in overrides.items() if v is not None and k != "task"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -185,8 +186,13 @@ def validate(config: TrainConfig) -> None:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
     if not 0.0 <= config.dropout < 1.0:
         raise ConfigError(f"--dropout must lie in [0, 1), got {config.dropout}")
-    if config.lr <= 0:
-        raise ConfigError(f"--lr must be > 0, got {config.lr}")
+    if not (math.isfinite(config.lr) and config.lr > 0):
+        raise ConfigError(f"--lr must be a finite number > 0, got {config.lr}")
+    if not (math.isfinite(config.weight_decay) and config.weight_decay >= 0):
+        raise ConfigError(f"--weight-decay must be a finite number >= 0, got "
+                          f"{config.weight_decay}")
+    if not (math.isfinite(config.step_delay) and config.step_delay >= 0):
+        raise ConfigError(f"--step-delay must be a finite number >= 0, got {config.step_delay}")
     if config.task == "node":
         _validate_node(config)
     elif config.task == "link":
