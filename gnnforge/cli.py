@@ -27,6 +27,7 @@ COMMANDS = {
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
     "plan": "gnnforge.plan._cli",
+    "partition": "gnnforge.distributed._cli",
 }
 
 # Errors a command raises for a bad value the user gave (a name, a number, a file): one

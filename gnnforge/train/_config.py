@@ -15,6 +15,7 @@ NODE_MODES = ("full", "sampled")
 SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
+COOPERATE = ("all", "local")
 
 
 class ConfigError(ValueError):
@@ -66,6 +67,14 @@ class TrainConfig:
     # cooperative: how vertices are assigned to processes ('metis' cuts fewer edges, so
     # fewer embedding rows cross processes; needs pymetis).
     partition: str = "random"
+    # A directory written by `gnnforge partition`: each process loads only its part
+    # (node task, sampled, under torchrun; see gnnforge/train/_partitioned.py).
+    partitioned: str | None = None
+    # --partitioned cooperative: 'all' processes cooperate, or those of one node ('local',
+    # torchrun's LOCAL_WORLD_SIZE), nodes then training independently.
+    cooperate: str = "all"
+    # --partitioned: minibatches sampled and fetched ahead by a background thread (0: off).
+    prefetch: int = 1
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
 
@@ -203,3 +212,27 @@ def _validate_distributed(config: TrainConfig) -> None:
                                               else "") + "); use --distributed independent")
     if config.partition != "random" and config.distributed != "cooperative":
         raise ConfigError("--partition applies to --distributed cooperative only")
+    if config.cooperate not in COOPERATE:
+        raise ConfigError(f"--cooperate must be one of {COOPERATE}, got {config.cooperate!r}")
+    if config.prefetch < 0:
+        raise ConfigError(f"--prefetch must be >= 0, got {config.prefetch}")
+    _validate_partitioned(config)
+
+
+def _validate_partitioned(config: TrainConfig) -> None:
+    if config.partitioned is None:
+        for name, default in (("cooperate", "all"), ("prefetch", 1)):
+            if getattr(config, name) != default:
+                raise ConfigError(f"--{name} applies to --partitioned runs only")
+        return
+    if config.task != "node" or config.mode != "sampled":
+        raise ConfigError("--partitioned trains sampled minibatches: it needs --task node "
+                          "--mode sampled")
+    if config.dataset is not None:
+        raise ConfigError("--partitioned DIR brings its own data; drop --dataset "
+                          f"{config.dataset}")
+    if config.partition != "random":
+        raise ConfigError("--partition chooses an in-memory partition; with --partitioned the "
+                          "parts come from `gnnforge partition --method`")
+    if config.cooperate != "all" and config.distributed != "cooperative":
+        raise ConfigError("--cooperate local needs --distributed cooperative")
