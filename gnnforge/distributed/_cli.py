@@ -44,8 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-classes", type=positive_int, default=8,
                         help="classes of generated labels for graphs without any (default 8)")
     parser.add_argument("--train-fraction", type=_fraction, default=0.1,
-                        help="generated splits: fraction of training vertices (default 0.1); "
-                             "as many again for validation, the rest is test")
+                        help="generated splits: fraction of vertices for training, and as many "
+                             "for validation and for test (default 0.1)")
 
 
 def run(args: argparse.Namespace) -> int:

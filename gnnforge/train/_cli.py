@@ -42,7 +42,7 @@ _HELP = {
     "partition": "--distributed cooperative: vertex partition, random or metis",
     "partitioned": "node task, sampled, under torchrun: a directory from `gnnforge partition`; "
                    "each process loads only its part",
-    "cooperate": "--partitioned cooperative: all processes cooperate, or those of one node "
+    "cooperate": "--distributed cooperative: all processes cooperate, or those of one node "
                  "(local: torchrun's LOCAL_WORLD_SIZE; nodes then train independently)",
     "prefetch": "--partitioned: minibatches sampled and fetched ahead by a background thread "
                 "(0: off)",

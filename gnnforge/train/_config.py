@@ -70,8 +70,8 @@ class TrainConfig:
     # A directory written by `gnnforge partition`: each process loads only its part
     # (node task, sampled, under torchrun; see gnnforge/train/_partitioned.py).
     partitioned: str | None = None
-    # --partitioned cooperative: 'all' processes cooperate, or those of one node ('local',
-    # torchrun's LOCAL_WORLD_SIZE), nodes then training independently.
+    # cooperative: 'all' processes cooperate, or those of one node ('local', torchrun's
+    # LOCAL_WORLD_SIZE), nodes then taking turns over the global batches.
     cooperate: str = "all"
     # --partitioned: minibatches sampled and fetched ahead by a background thread (0: off).
     prefetch: int = 1
@@ -220,10 +220,11 @@ def _validate_distributed(config: TrainConfig) -> None:
 
 
 def _validate_partitioned(config: TrainConfig) -> None:
+    if config.cooperate != "all" and config.distributed != "cooperative":
+        raise ConfigError("--cooperate local needs --distributed cooperative")
     if config.partitioned is None:
-        for name, default in (("cooperate", "all"), ("prefetch", 1)):
-            if getattr(config, name) != default:
-                raise ConfigError(f"--{name} applies to --partitioned runs only")
+        if config.prefetch != 1:
+            raise ConfigError("--prefetch applies to --partitioned runs only")
         return
     if config.task != "node" or config.mode != "sampled":
         raise ConfigError("--partitioned trains sampled minibatches: it needs --task node "
@@ -234,5 +235,3 @@ def _validate_partitioned(config: TrainConfig) -> None:
     if config.partition != "random":
         raise ConfigError("--partition chooses an in-memory partition; with --partitioned the "
                           "parts come from `gnnforge partition --method`")
-    if config.cooperate != "all" and config.distributed != "cooperative":
-        raise ConfigError("--cooperate local needs --distributed cooperative")

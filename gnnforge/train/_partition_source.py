@@ -19,7 +19,8 @@ def load_node_data(name: str, seed: int, feature_dim: int, num_classes: int,
     them (same seed, same graph), so a partitioned run can be compared with a
     single-process one. Other names go through `gnnforge.sampling`'s loader (undirected
     graphs); what they lack is generated from `seed`: standard-normal features, uniform
-    labels, and splits of `train_fraction`, as much again for validation, the rest test.
+    labels, and splits of `train_fraction` each for training, validation and test (the
+    other vertices are unlabelled: evaluation samples too, and costs what it covers).
 
     Raises:
         KeyError: on an unknown name.
@@ -45,5 +46,5 @@ def load_node_data(name: str, seed: int, feature_dim: int, num_classes: int,
     draw = torch.rand(graph.num_nodes, generator=generator)
     masks = {"train": draw < train_fraction,
              "val": (draw >= train_fraction) & (draw < 2 * train_fraction),
-             "test": draw >= 2 * train_fraction}
+             "test": (draw >= 2 * train_fraction) & (draw < 3 * train_fraction)}
     return Graph._trusted(graph.src, graph.dst, graph.num_nodes), features, labels.long(), masks

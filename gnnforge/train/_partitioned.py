@@ -49,6 +49,8 @@ class _Batch:
     exchanges: list | None
     global_size: int
     edges: int
+    vertices: int       # sampled vertices of this process, summed over layers
+    input_rows: int     # feature rows this process reads from storage (own or owners')
 
 
 class PartitionedNodeTask:
@@ -96,7 +98,7 @@ class PartitionedNodeTask:
         self._seeds: list[Tensor] = []
         self._epoch = self._steps = 0
         self._prefetcher = None
-        self._edges = 0
+        self._counts = torch.zeros(4, dtype=torch.float64)  # edges, vertices, rows, steps
         self._samplers: dict[int, Any] = {}
 
     # -- data -------------------------------------------------------------------------
@@ -133,7 +135,8 @@ class PartitionedNodeTask:
                            int(data.features.shape[1]), group=group)
             labels = data.labels[data.local(seeds.numpy())]
             return _Batch(blocks, x, labels, None, int(seeds.numel()),
-                          sum(b.num_edges for b in blocks))
+                          sum(b.num_edges for b in blocks),
+                          sum(b.num_src_nodes for b in blocks), blocks[0].num_src_nodes)
         local = seeds[torch.from_numpy(np.asarray(data.owner[seeds.numpy()]) == self.coop.rank)]
         if id(group) not in self._samplers:  # checks the [N] owner once, not per step
             self._samplers[id(group)] = CooperativeSampler(self.sampler, data.owner, group=group,
@@ -145,8 +148,10 @@ class PartitionedNodeTask:
         x = exchange(owned_rows, minibatch.plans[0], group)
         exchanges = [_identity, *minibatch.exchanges()[1:]]
         labels = data.labels[data.local(local.numpy())]
-        return _Batch(minibatch.blocks, x, labels, exchanges, int(seeds.numel()),
-                      sum(b.num_edges for b in minibatch.blocks))
+        blocks = minibatch.blocks
+        return _Batch(blocks, x, labels, exchanges, int(seeds.numel()),
+                      sum(b.num_edges for b in blocks), sum(b.num_src_nodes for b in blocks),
+                      int(minibatch.input_nodes.numel()))
 
     # -- the engine's Task protocol -----------------------------------------------------
     def build_model(self) -> nn.Module:
@@ -159,7 +164,8 @@ class PartitionedNodeTask:
     def start_epoch(self, epoch: int) -> int:
         from gnnforge.sampling import NodeSeeds
 
-        self._epoch, self._edges, self._prefetcher = epoch, 0, None
+        self._epoch, self._prefetcher = epoch, None
+        self._counts.zero_()
         seed = self.config.seed + (dist.get_rank() if self.independent else 0)
         order = NodeSeeds(self._split_ids["train"], self.config.batch_size, seed=seed)
         order.set_epoch(epoch)
@@ -194,7 +200,8 @@ class PartitionedNodeTask:
                 self._prefetcher = Prefetcher(self._produce_step, index, self._steps,
                                               self.config.prefetch)
             batch = self._prefetcher.get(index)
-        self._edges += batch.edges
+        self._counts += torch.tensor([batch.edges, batch.vertices, batch.input_rows, 1],
+                                     dtype=torch.float64)
         return batch
 
     def loss(self, model: nn.Module, batch: _Batch) -> tuple[Tensor, int]:
@@ -236,11 +243,18 @@ class PartitionedNodeTask:
         return {f"{split}_accuracy": float(counts[0] / max(float(counts[1]), 1.0))}
 
     def epoch_stats(self) -> dict[str, float]:
-        """Collective: sampled edges per step, summed over processes."""
-        totals = torch.tensor([float(self._edges), float(self._steps)], dtype=torch.float64)
+        """Collective: edges per minibatch (cooperative: a group's global one); per process
+        and step, sampled vertices (all layers) and input feature rows read from storage
+        (MiB; cooperative: owned rows, the rest arrives by exchange)."""
+        totals = self._counts.clone()
         dist.all_reduce(totals)
-        stats = {"sampled_edges_per_batch": float(totals[0]) / max(float(totals[1]) /
-                                                                   dist.get_world_size(), 1.0)}
+        world = dist.get_world_size()
+        steps = max(float(totals[3]) / world, 1.0)
+        row_mib = self.data.features[:1].numel() * self.data.features.element_size() / 2**20
+        minibatches = steps * (world if self.independent else self.coop.count)
+        stats = {"sampled_edges_per_batch": float(totals[0]) / minibatches,
+                 "vertices_per_rank_batch": float(totals[1]) / steps / world,
+                 "feature_mib_per_rank_batch": float(totals[2]) / steps / world * row_mib}
         if self.store is not None:
             stats["cache_miss_rate"] = self.store.miss_rate
         return stats

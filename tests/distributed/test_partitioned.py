@@ -136,22 +136,58 @@ def test_four_processes_on_parts_equal_one_process_on_the_graph(tmp_path, prefet
         assert rows < 2000 * 0.4 and "exchanged_mib=" in report
 
 
+def _remote(rank, world_size, directory, sampler_name):
+    from gnnforge.distributed import fetch_rows, sample_remote
+    from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler
+
+    data = load_partition(directory, rank)
+    sampler = NeighborSampler([4, 3]) if sampler_name == "ns" else LaborSampler([4, 3])
+    keys = [DependentKeys(1, seed=5)[q] for q in range(world_size)]
+    generator = torch.Generator().manual_seed(rank)
+    seeds = torch.randperm(data.num_nodes, generator=generator)[:40 if rank != 3 else 0]
+    blocks = sample_remote(sampler, data.in_edges, data.owner, seeds, keys)
+    x = fetch_rows(blocks[0].src_nodes, data.owner,
+                   lambda ids: data.features[data.local(ids.numpy())], 16)
+    return seeds, [(b.src_nodes, b.rowptr, b.col, b.edge_ids) for b in blocks], x
+
+
+@pytest.mark.parametrize("sampler_name", ["ns", "labor"])
+def test_owners_sample_and_serve_exactly_what_the_whole_graph_gives(tmp_path, sampler_name):
+    from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler
+
+    graph, features, _, _, _ = _write(tmp_path / "parts")
+    results = spawn(_remote, 4, args=(tmp_path / "parts", sampler_name),
+                    timeout_s=SPAWN_TIMEOUT_S, collective_timeout_s=120)
+    sampler = NeighborSampler([4, 3]) if sampler_name == "ns" else LaborSampler([4, 3])
+    for result in results:  # rank 3 asked for nothing and still served the others
+        assert result.error is None and result.value is not None, \
+            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+        seeds, blocks, x = result.value
+        expected = sampler.sample(graph, seeds, key=DependentKeys(1, seed=5)[result.rank])
+        for got, block in zip(blocks, expected):
+            for a, b in zip(got, (block.src_nodes, block.rowptr, block.col, block.edge_ids)):
+                assert torch.equal(a, b)
+        assert torch.equal(x, features[expected[0].src_nodes])
+
+
 def _independent(rank, world_size, options):
-    return _train_partitioned(rank, world_size, options)[0]["best val_accuracy"]
+    summary, params, _ = _train_partitioned(rank, world_size, options)
+    return summary["best val_accuracy"], params
 
 
-def test_independent_processes_fetch_from_owners(tmp_path):
+def test_independent_processes_train_in_lock_step(tmp_path):
     _write(tmp_path / "parts")
-    options = _options(tmp_path / "parts", tmp_path / "ind", distributed="independent",
-                       epochs=3)
+    options = _options(tmp_path / "parts", tmp_path / "ind", distributed="independent")
     results = spawn(_independent, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
                     collective_timeout_s=120)
     for result in results:
         assert result.error is None and result.value is not None, \
             result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
-    accuracies = {r.value for r in results}
-    assert len(accuracies) == 1  # evaluated together: one number for every process
-    assert accuracies.pop() > 0.5  # the SBM's communities are learnable (chance: 0.25)
+    assert len({r.value[0] for r in results}) == 1  # evaluated together: one number
+    first = results[0].value[1]
+    for result in results[1:]:  # gradients summed: every process applied the same update
+        for name, value in first.items():
+            assert torch.equal(result.value[1][name], value), name
 
 
 def _killed(rank, world_size, options):
@@ -192,3 +228,41 @@ def test_killing_a_rank_ends_the_others_with_a_clear_error(tmp_path):
             result.error or f"rank {result.rank} timed out (exit {result.exitcode})"
         message, _ = result.value
         assert "PeerError" in message and "a peer process died" in message, message
+
+
+def _local_groups(rank, world_size):
+    from gnnforge.distributed import all_to_all_ids, cooperation_groups
+
+    coop = cooperation_groups("local", local_world_size=2, sampling_group=True)
+    got = all_to_all_ids([torch.tensor([rank, q]) for q in range(coop.size)], group=coop.group)
+    return coop.index, coop.count, coop.rank, coop.size, [t.tolist() for t in got]
+
+
+def test_local_cooperation_groups_stay_inside_a_node():
+    results = spawn(_local_groups, 4, timeout_s=SPAWN_TIMEOUT_S, collective_timeout_s=60)
+    for result in results:
+        assert result.error is None and result.value is not None, \
+            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+        index, count, rank, size, got = result.value
+        assert (index, count, rank, size) == (result.rank // 2, 2, result.rank % 2, 2)
+        node = [2 * index, 2 * index + 1]  # only the node's two processes answered
+        assert got == [[sender, rank] for sender in node]
+
+
+def _train_on_two_nodes(rank, world_size, options):
+    os.environ["LOCAL_WORLD_SIZE"] = "2"  # what torchrun sets: two "nodes" of two processes
+    return _train_partitioned(rank, world_size, options)
+
+
+def test_local_cooperation_trains_in_lock_step(tmp_path):
+    _write(tmp_path / "parts", parts=2, method="metis")
+    options = _options(tmp_path / "parts", tmp_path / "local", cooperate="local", epochs=1)
+    results = spawn(_train_on_two_nodes, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
+                    collective_timeout_s=120)
+    for result in results:
+        assert result.error is None and result.value is not None, \
+            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+    first = results[0].value[1]
+    for result in results[1:]:  # the two nodes trained on different batches, one update
+        for name, value in first.items():
+            assert torch.equal(result.value[1][name], value), name
