@@ -73,13 +73,13 @@ def _memory_child(scale: int, sampler_name: str, directory: str) -> dict:
     layer_fn = sampler.layer_fn(None)
     generator = torch.Generator().manual_seed(0)
 
-    def sample(seeds: np.ndarray) -> int:  # LayerwiseSampler.sample's loop, on InEdges
-        key, frontier, vertices = draw_key(generator), seeds, 0
+    def sample(seeds: np.ndarray) -> np.ndarray:  # LayerwiseSampler.sample's loop, on InEdges
+        key, frontier, sizes = draw_key(generator), seeds, np.zeros(2)
         for layer in reversed(range(sampler.num_layers)):
             block = sample_layer(edges, frontier, layer, key, layer_fn)
             frontier = block.src_nodes.numpy()
-            vertices += block.num_src_nodes
-        return vertices
+            sizes += (block.num_src_nodes, block.num_edges)
+        return sizes
 
     rng = np.random.default_rng(0)
     sample(rng.choice(edges.num_nodes, 16, replace=False))  # numba loaded, nothing large
@@ -87,12 +87,13 @@ def _memory_child(scale: int, sampler_name: str, directory: str) -> dict:
     Path("/proc/self/clear_refs").write_text("5")  # peak RSS := current RSS
     before = _status("VmRSS")
     tracemalloc.start()
-    vertices = sum(sample(seeds) for seeds in batches)
+    vertices, sampled_edges = sum(sample(seeds) for seeds in batches)
     _, numpy_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {"scale": scale, "sampler": sampler_name, "nodes": edges.num_nodes,
             "edges": int(arrays[1].size), "peak_mib": (_status("VmHWM") - before) / 2**20,
             "traced_mib": numpy_peak / 2**20, "vertices_per_batch": vertices / 10,
+            "edges_per_batch": sampled_edges / 10,
             "graph_mib": sum(a.nbytes for a in arrays) / 2**20}
 
 
@@ -114,16 +115,22 @@ def memory(args) -> None:
                 rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
                 print(rows[-1], flush=True)
             shutil.rmtree(folder)
-    print("\n| sampler | nodes | edges | CSR (MiB) | sampled vertices / batch | peak RSS above "
-          "pre-sampling (MiB) | tracemalloc peak (MiB) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\n| sampler | nodes | edges | CSR (MiB) | sampled vertices / batch | sampled edges "
+          "/ batch | peak RSS above pre-sampling (MiB) | bytes per sampled edge | tracemalloc "
+          "peak (MiB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in sorted(rows, key=lambda r: (r["sampler"], r["scale"])):
         print(f"| {row['sampler']} | 2^{row['scale']} | {row['edges']:,} | "
               f"{row['graph_mib']:.0f} | {row['vertices_per_batch']:,.0f} | "
-              f"{row['peak_mib']:.1f} | {row['traced_mib']:.1f} |")
+              f"{row['edges_per_batch']:,.0f} | {row['peak_mib']:.1f} | "
+              f"{row['peak_mib'] * 2**20 / row['edges_per_batch']:.0f} | "
+              f"{row['traced_mib']:.1f} |")
     for sampler_name in args.samplers:
         peaks = [r["peak_mib"] for r in rows if r["sampler"] == sampler_name]
-        print(f"{sampler_name}: peak max/min over sizes = {max(peaks) / min(peaks):.3f}")
+        per_edge = [r["peak_mib"] / r["edges_per_batch"] for r in rows
+                    if r["sampler"] == sampler_name]
+        print(f"{sampler_name}: peak max/min over sizes = {max(peaks) / min(peaks):.3f}, "
+              f"per sampled edge {max(per_edge) / min(per_edge):.3f}")
 
 
 # -- ranks ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ whole graph with `--dependent 1`. Evaluation samples too (no process holds the g
 
 from __future__ import annotations
 
+import os
 import resource
 from dataclasses import dataclass
 from typing import Any
@@ -66,10 +67,10 @@ class PartitionedNodeTask:
         from gnnforge.distributed._groups import cooperation_groups
         from gnnforge.sampling import DependentKeys, FeatureStore, LaborSampler, NeighborSampler
 
-        if not dist.is_initialized():
-            from gnnforge.train._engine import init_distributed
+        if not dist.is_initialized() and "WORLD_SIZE" in os.environ:  # torchrun, even of 1
+            from gnnforge.distributed import init_from_env
 
-            init_distributed()
+            init_from_env(timeout_s=600.0, backend="gloo")  # as the engine's own launch
         if not dist.is_initialized():
             raise ConfigError("--partitioned runs under torchrun (one process per part): "
                               "torchrun --nproc-per-node P -m gnnforge train --partitioned DIR")
