@@ -8,8 +8,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from gnnforge.nn._planned import check_node_input, current_plan, prepared_structure
-from gnnforge.plan._execute import Structure, evaluate
+from gnnforge.nn._planned import (AUTO, check_node_input, evaluate_plan,
+                                   prepared_structure)
+from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gat_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -57,7 +58,7 @@ class GATConv(nn.Module):
         self.att_dst = nn.Parameter(torch.empty(1, heads, out_channels))
         width = heads * out_channels if concat else out_channels
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -75,7 +76,8 @@ class GATConv(nn.Module):
 
     def forward(self, graph: Any, x: Tensor) -> Tensor:
         check_node_input("GATConv", graph, x, self.in_channels)
-        structure = prepared_structure(self, graph, self.add_self_loops, Structure)
+        structure = prepared_structure(self, graph, self.add_self_loops, Structure,
+                                       key="plain")
         heads, width = self.heads, self.out_channels
         leaves = {
             "X": x,
@@ -83,7 +85,7 @@ class GATConv(nn.Module):
             "a_src": self.att_src[0].unsqueeze(-1),                            # [H, D, 1]
             "a_dst": self.att_dst[0].unsqueeze(-1),
         }
-        out = evaluate(current_plan(self, self.plan_expression()), structure, leaves)
+        out = evaluate_plan(self, self.plan_expression(), structure, leaves)
         return finish_heads(out, self.concat, self.bias)
 
     def extra_repr(self) -> str:

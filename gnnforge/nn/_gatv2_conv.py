@@ -9,8 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from gnnforge.nn._gat_conv import finish_heads
-from gnnforge.nn._planned import check_node_input, current_plan, prepared_structure
-from gnnforge.plan._execute import Structure, evaluate
+from gnnforge.nn._planned import (AUTO, check_node_input, evaluate_plan,
+                                   prepared_structure)
+from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gatv2_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -54,7 +55,7 @@ class GATv2Conv(nn.Module):
         self.att = nn.Parameter(torch.empty(1, heads, out_channels))
         width = heads * out_channels if concat else out_channels
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -76,13 +77,14 @@ class GATv2Conv(nn.Module):
 
     def forward(self, graph: Any, x: Tensor) -> Tensor:
         check_node_input("GATv2Conv", graph, x, self.in_channels)
-        structure = prepared_structure(self, graph, self.add_self_loops, Structure)
+        structure = prepared_structure(self, graph, self.add_self_loops, Structure,
+                                       key="plain")
         leaves = {"X": x, "Wl": self._weight(self.lin_l), "Wr": self._weight(self.lin_r),
                   "a": self.att[0].unsqueeze(-1)}                                # [H, D, 1]
         if self.has_bias:
             leaves["bl"] = self.lin_l.bias.reshape(self.heads, 1, self.out_channels)
             leaves["br"] = self.lin_r.bias.reshape(self.heads, 1, self.out_channels)
-        out = evaluate(current_plan(self, self.plan_expression()), structure, leaves)
+        out = evaluate_plan(self, self.plan_expression(), structure, leaves)
         return finish_heads(out, self.concat, self.bias)
 
     def extra_repr(self) -> str:

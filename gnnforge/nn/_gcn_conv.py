@@ -10,9 +10,10 @@ import torch
 from torch import Tensor, nn
 
 from gnnforge.graph import Graph
-from gnnforge.nn._planned import check_node_input, current_plan, prepared_structure
+from gnnforge.nn._planned import (AUTO, check_node_input, evaluate_plan,
+                                   prepared_structure)
 from gnnforge.nn._sparse_features import SparseFeatures
-from gnnforge.plan._execute import evaluate, gcn_structure
+from gnnforge.plan._execute import gcn_structure
 from gnnforge.plan._expressions import gcn_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -52,7 +53,7 @@ class GCNConv(nn.Module):
         self.add_self_loops = add_self_loops
         self.lin = nn.Linear(in_channels, out_channels, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -78,9 +79,10 @@ class GCNConv(nn.Module):
         check_node_input("GCNConv", graph, x, weight.shape[1])
         structure = prepared_structure(
             self, graph, self.add_self_loops,
-            lambda g: gcn_structure(g, x.dtype, symmetric=isinstance(g, Graph)))
+            lambda g: gcn_structure(g, x.dtype, symmetric=isinstance(g, Graph)),
+            key=("gcn", x.dtype, isinstance(graph, Graph)))
         leaves = {"X": x, "W": weight}
-        out = evaluate(current_plan(self, gcn_expression()), structure, leaves)  # [Nd, 1, O]
+        out = evaluate_plan(self, gcn_expression(), structure, leaves)  # [Nd, 1, O]
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.bias is None else out + self.bias
 

@@ -1,20 +1,24 @@
-"""What the planned layers (GCN, SGC, TAGCN, GAT, GATv2) share: input checks, the
-prepared-graph cache and reading the layer's `plan` attribute."""
+"""What the planned layers (GCN, SGC, TAGCN, GAT, GATv2, SAGE) share: input checks, the
+prepared-graph cache and running the composition the layer's `plan` names ("auto" by
+default: `gnnforge.plan._auto`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from torch import Tensor, nn
 
 from gnnforge.graph import Graph
-from gnnforge.plan._execute import Structure
-from gnnforge.plan._candidates import default_composition, is_valid_plan
+from gnnforge.plan._auto import AUTO, _fixed_plan, run_plan
+from gnnforge.plan._candidates import default_composition
+from gnnforge.plan._execute import Structure, evaluate
+from gnnforge.plan._graph_cache import GRAPH_CACHE
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
 
-__all__ = ["check_node_input", "current_plan", "prepared_structure", "require_square"]
+__all__ = ["AUTO", "check_node_input", "current_plan", "evaluate_plan", "prepared_structure",
+           "require_square"]
 
 
 def check_node_input(layer: str, graph: Any, x: Tensor, width: int) -> None:
@@ -40,31 +44,41 @@ def require_square(layer: str, graph: Any) -> None:
 
 
 def prepared_structure(layer: nn.Module, graph: Any, self_loops: bool,
-                       build: Callable[[Any], Structure]) -> Structure:
+                       build: Callable[[Any], Structure], key: Hashable = None) -> Structure:
     """The graph as the layer's kernels see it, with `build`'s per-graph data (degrees).
 
     A full Graph gets PyG's self-loop handling when `self_loops` (drop existing loops, add
-    one per node); a block is used as it is. Cached for the last graph object the layer
-    saw, so repeated calls on one graph reuse loops, degrees and compressed formats.
+    one per node); a block is used as it is. With a `key` naming what `build` computes
+    (e.g. ("gcn", dtype)), the result is shared by every layer and call on this graph
+    object (`gnnforge.plan._graph_cache`): loops, degrees, compressed formats and GCN's
+    edge normalisation are computed once per graph. Without one (a build that depends
+    on more than the graph), it is cached for the last graph this layer saw.
     """
+    def make() -> Structure:
+        prepared = graph
+        if self_loops and isinstance(graph, Graph):
+            prepared = graph.remove_self_loops().add_self_loops()
+        return build(prepared)
+
+    if key is not None:
+        return GRAPH_CACHE.get(graph, ("structure", bool(self_loops), key), make)
     cached = layer.__dict__.get("_prepared")
     if cached is not None and cached[0] is graph:
         return cached[1]
-    prepared = graph
-    if self_loops and isinstance(graph, Graph):
-        prepared = graph.remove_self_loops().add_self_loops()
-    structure = build(prepared)
+    structure = make()
     layer.__dict__["_prepared"] = (graph, structure)
     return structure
 
 
 def current_plan(layer: nn.Module, expression: Node) -> Composition:
-    """The layer's `plan` attribute, checked against its expression; the default if None."""
-    plan = layer.plan
-    if plan is None:
-        return default_composition(expression)
-    if not isinstance(plan, Composition) or not is_valid_plan(expression, plan):
-        raise ValueError(f"{type(layer).__name__}.plan is not a composition of this layer's "
-                         f"expression {expression!r}; got {plan!r}. Use gnnforge.plan.optimize "
-                         "or gnnforge.plan.layer_candidates(layer)")
-    return plan
+    """The composition the layer's `plan` names: PyG's order for "default" (or None), the
+    given composition, or for "auto" the default (use `evaluate_plan` to plan)."""
+    return _fixed_plan(layer, expression) or default_composition(expression)
+
+
+def evaluate_plan(layer: nn.Module, expression: Node, structure: Structure,
+                  leaves: dict[str, Tensor]) -> Tensor:
+    """The layer's value under the composition its `plan` names ("auto": planned for this
+    call's graph, dtype, width, device and mode; measured first when in doubt)."""
+    return run_plan(layer, expression, structure, leaves,
+                    lambda plan, inputs: evaluate(plan, structure, inputs))

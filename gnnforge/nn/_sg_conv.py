@@ -7,9 +7,9 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from gnnforge.nn._planned import (check_node_input, current_plan, prepared_structure,
+from gnnforge.nn._planned import (AUTO, check_node_input, evaluate_plan, prepared_structure,
                                   require_square)
-from gnnforge.plan._execute import evaluate, gcn_structure
+from gnnforge.plan._execute import gcn_structure
 from gnnforge.plan._expressions import sgc_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -39,7 +39,7 @@ class SGConv(nn.Module):
         self.in_channels, self.out_channels, self.K = in_channels, out_channels, K
         self.add_self_loops = add_self_loops
         self.lin = nn.Linear(in_channels, out_channels, bias=bias)
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
 
     def reset_parameters(self) -> None:
         self.lin.reset_parameters()
@@ -54,10 +54,11 @@ class SGConv(nn.Module):
         check_node_input("SGConv", graph, x, self.in_channels)
         require_square("SGConv", graph)
         structure = prepared_structure(self, graph, self.add_self_loops,
-                                       lambda g: gcn_structure(g, x.dtype, symmetric=True))
+                                       lambda g: gcn_structure(g, x.dtype, symmetric=True),
+                                       key=("gcn", x.dtype, True))
         expression = sgc_expression(self.K)
         leaves = {"X": x, "W": self.lin.weight.t().unsqueeze(0)}
-        out = evaluate(current_plan(self, expression), structure, leaves)
+        out = evaluate_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.lin.bias is None else out + self.lin.bias
 

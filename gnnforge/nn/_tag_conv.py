@@ -8,9 +8,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from gnnforge.nn._planned import (check_node_input, current_plan, prepared_structure,
+from gnnforge.nn._planned import (AUTO, check_node_input, evaluate_plan, prepared_structure,
                                   require_square)
-from gnnforge.plan._execute import evaluate, gcn_structure
+from gnnforge.plan._execute import gcn_structure
 from gnnforge.plan._expressions import tag_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -42,7 +42,7 @@ class TAGConv(nn.Module):
         self.lins = nn.ModuleList(nn.Linear(in_channels, out_channels, bias=False)
                                   for _ in range(K + 1))
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
 
     def reset_parameters(self) -> None:
         for lin in self.lins:
@@ -60,11 +60,12 @@ class TAGConv(nn.Module):
         check_node_input("TAGConv", graph, x, self.in_channels)
         require_square("TAGConv", graph)
         structure = prepared_structure(self, graph, False,
-                                       lambda g: gcn_structure(g, x.dtype, symmetric=True))
+                                       lambda g: gcn_structure(g, x.dtype, symmetric=True),
+                                       key=("gcn", x.dtype, True))
         expression = tag_expression(self.K)
         leaves = {"X": x, **{f"W{k}": lin.weight.t().unsqueeze(0)
                              for k, lin in enumerate(self.lins)}}
-        out = evaluate(current_plan(self, expression), structure, leaves)
+        out = evaluate_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.bias is None else out + self.bias
 

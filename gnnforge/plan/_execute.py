@@ -8,7 +8,7 @@ edge weights `[E, H, 1]` against features `[N, H or 1, C]`. Weight leaves arrive
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -26,15 +26,35 @@ __all__ = ["Structure", "evaluate", "gcn_structure"]
 class Structure:
     """A graph prepared for a layer: the kernel-protocol object and GCN's D^-1/2 factors.
 
+    Prepared once per graph and shared by every layer that runs on it
+    (`gnnforge.nn._planned.prepared_structure`), so what is derived from the graph alone
+    (self-loops, degrees, GCN's edge normalisation, the planner's graph features) is
+    computed once per graph, not once per layer and epoch: PyG's `cached=True`, made
+    safe by keying on the graph object.
+
     Attributes:
         graph: any object with num_src_nodes/num_dst_nodes/coo/csr/csc.
         inv_sqrt_src: [Ns] float, d_u^-1/2 of each source (0 where d_u = 0), or None.
         inv_sqrt_dst: [Nd] float, d_v^-1/2 of each destination, or None.
+        memo: values derived from the graph on first use ("edge_norm", "features").
     """
 
     graph: Any
     inv_sqrt_src: Tensor | None = None
     inv_sqrt_dst: Tensor | None = None
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def edge_norm(self) -> Tensor:
+        """[E, 1] GCN's edge weights d_u^-1/2 d_v^-1/2 (an SDDMM), computed once per graph.
+
+        Constants of the graph (degrees carry no gradient), so one tensor serves every
+        layer, forward and backward, for as long as the structure is cached.
+        """
+        if "edge_norm" not in self.memo:
+            with torch.inference_mode(False), torch.no_grad():  # usable by any later call
+                self.memo["edge_norm"] = ops.gsddmm(self.graph, "mul", self.inv_sqrt_src,
+                                                    self.inv_sqrt_dst, "u", "v")
+        return self.memo["edge_norm"]
 
 
 def _inv_sqrt(degree: Tensor, dtype: torch.dtype) -> Tensor:
@@ -64,7 +84,6 @@ class _Evaluator:
         self.leaves = leaves
         self.memo: dict[Node, Tensor] = {}
         self.unscaled: dict[Node, Tensor] = {}  # dynamic Â: A (D^-1/2 M) before the left factor
-        self._edge_norm: Tensor | None = None
 
     def value(self, node: Node) -> Tensor:
         if node not in self.memo:
@@ -124,7 +143,7 @@ class _Evaluator:
     def _normadj_matmul(self, node: Node) -> Tensor:
         if self.norm == "precompute":
             return ops.u_mul_e_sum(self.graph, self.value(node.inputs[1]),
-                                   self._norm_edge_weights())
+                                   self.structure.edge_norm())
         return self._unscaled(node) * _rows(self.structure.inv_sqrt_dst)
 
     def _unscaled(self, node: Node) -> Tensor:
@@ -139,12 +158,6 @@ class _Evaluator:
                 scaled = self.value(right) * _rows(self.structure.inv_sqrt_src)
             self.unscaled[node] = ops.copy_u_sum(self.graph, scaled)
         return self.unscaled[node]
-
-    def _norm_edge_weights(self) -> Tensor:
-        if self._edge_norm is None:  # the SDDMM w_e = d_u^-1/2 d_v^-1/2, once per run
-            self._edge_norm = ops.gsddmm(self.graph, "mul", self.structure.inv_sqrt_src,
-                                         self.structure.inv_sqrt_dst, "u", "v")  # [E, 1]
-        return self._edge_norm
 
 
 def _dense_matmul(left: Tensor, right: Tensor, left_is_weight: bool) -> Tensor:
