@@ -152,12 +152,13 @@ def _partition(out: Path, parts: int) -> None:
           "--feature-dim", "128", "--out", str(out)], timeout=1800)
 
 
-def _train(data: Path, ranks: int, mode: str, prefetch: int, out: Path, args) -> dict:
+def _train(data: Path, ranks: int, mode: str, prefetch: int, out: Path, args,
+           batch_size: int) -> dict:
     torchrun = Path(sys.executable).with_name("torchrun")
     command = [str(torchrun), "--standalone", "--nproc-per-node", str(ranks), "-m", "gnnforge",
                "train", "--task", "node", "--mode", "sampled", "--partitioned", str(data),
                "--distributed", mode, "--prefetch", str(prefetch), "--epochs", str(args.epochs),
-               "--fanouts", "10,10,10", "--layers", "3", "--batch-size", str(args.batch_size),
+               "--fanouts", "10,10,10", "--layers", "3", "--batch-size", str(batch_size),
                "--hidden", "64", "--no-progress", "--out-dir", str(out)]
     result = _run(command, timeout=args.timeout)
     metrics = json.loads((out / "metrics.json").read_text())
@@ -165,6 +166,9 @@ def _train(data: Path, ranks: int, mode: str, prefetch: int, out: Path, args) ->
                    for m in RANK_LINE.finditer(result.stdout))
     epochs = metrics["epochs"]
     return {"ranks": ranks, "mode": mode, "prefetch": prefetch, "lines": lines,
+            "batch_size": batch_size, "steps": round(epochs[-1]["nodes_per_s"]
+                                                     * epochs[-1]["train_seconds"] / batch_size
+                                                     / (ranks if mode == "independent" else 1)),
             "epoch_seconds": [row["train_seconds"] for row in epochs],
             "vertices": epochs[-1]["vertices_per_rank_batch"],
             "feature_mib": epochs[-1]["feature_mib_per_rank_batch"],
@@ -196,10 +200,16 @@ def ranks(args) -> None:
                                            for mode in ("cooperative", "independent")
                                            for prefetch in (0, 1)]
     runs = []
+    # Every run trains on 4 x --batch-size seeds per step: the single process and the
+    # cooperating ranks on one global batch of that size, each independent rank on its own
+    # --batch-size seeds (the paper's setting: the same per-rank share).
     for data, count, mode, prefetch in plan:
-        run = _train(data, count, mode, prefetch, work / f"out-{count}-{mode}-{prefetch}", args)
+        batch = args.batch_size * (4 if mode == "cooperative" else 1)
+        run = _train(data, count, mode, prefetch, work / f"out-{count}-{mode}-{prefetch}", args,
+                     batch)
         runs.append(run)
-        print(f"\n{run['ranks']} rank(s), {run['mode']}, prefetch {run['prefetch']}: "
+        print(f"\n{run['ranks']} rank(s), {run['mode']}, prefetch {run['prefetch']}, batch "
+              f"{run['batch_size']}, about {run['steps']} steps: "
               f"epoch seconds {run['epoch_seconds']}, wall {run['wall_seconds']:.0f} s, "
               f"vertices/rank/step {run['vertices']:,.0f}, feature MiB/rank/step "
               f"{run['feature_mib']:.2f}, edges/minibatch {run['edges']:,.0f}", flush=True)

@@ -207,8 +207,6 @@ class PartitionedNodeTask:
 
     def loss(self, model: nn.Module, batch: _Batch) -> tuple[Tensor, int]:
         world = dist.get_world_size()
-        if batch.labels.numel() == 0 and batch.exchanges is None:
-            return sum(p.sum() * 0.0 for p in model.parameters()), 0
         logits = model(batch.blocks, batch.x, exchange=batch.exchanges)
         if self.independent:
             loss = F.cross_entropy(logits, batch.labels) / world
