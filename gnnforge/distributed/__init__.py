@@ -3,10 +3,11 @@
 from gnnforge.distributed._cooperative import CooperativeMinibatch, CooperativeSampler
 from gnnforge.distributed._exchange import (ExchangePlan, PeerError, Traffic, all_to_all_ids,
                                             exchange, traffic)
-from gnnforge.distributed._launch import ProcessResult, free_port, init_from_env, spawn
 from gnnforge.distributed._groups import Cooperation, cooperation_groups
+from gnnforge.distributed._launch import ProcessResult, free_port, init_from_env, spawn
 from gnnforge.distributed._partition import balance, edge_cut, partition_nodes, rebalance
 from gnnforge.distributed._remote import fetch_rows, sample_remote
+from gnnforge.distributed._rendezvous import rendezvous_timeout
 from gnnforge.distributed._store import (Partition, PartitionError, load_partition,
                                          read_manifest, write_partitions)
 
@@ -32,6 +33,7 @@ __all__ = [
     "partition_nodes",
     "read_manifest",
     "rebalance",
+    "rendezvous_timeout",
     "sample_remote",
     "spawn",
     "traffic",
