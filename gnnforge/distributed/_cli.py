@@ -29,12 +29,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "a single-graph name as `gnnforge sample --graph` takes (rmat, "
                              "rmat_s17_e21, musae-git, ...: random features, labels and splits "
                              "from --seed); default sbm")
-    parser.add_argument("--parts", type=positive_int, required=True,
-                        help="number of parts (the processes that will cooperate)")
+    parser.add_argument("--parts", type=positive_int,
+                        help="number of parts (the processes that will cooperate); required")
     parser.add_argument("--method", choices=("metis", "random"), default="metis",
                         help="metis (fewer cut edges, balanced on nodes, in-edges and training "
                              "seeds; needs pymetis) or random (default metis)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="directory to write")
+    parser.add_argument("--out", metavar="DIR", help="directory to write; required")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the partitioner and of generated data (default 0)")
     parser.add_argument("--tolerance", type=_fraction, default=0.05,
@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
     from gnnforge.train._partition_source import load_node_data
     from gnnforge.distributed._store import write_partitions
 
+    for flag, value in (("--parts", args.parts), ("--out", args.out)):
+        if value is None:
+            raise CommandError(f"{flag} is required (e.g. gnnforge partition --dataset sbm "
+                               "--parts 4 --out parts/)")
     start = time.perf_counter()
     try:
         graph, features, labels, masks = load_node_data(
@@ -66,9 +70,12 @@ def run(args: argparse.Namespace) -> int:
                             train_mask=masks["train"], tolerance=args.tolerance)
     achieved = balance(owner, vertex_weights(graph, masks["train"]), args.parts)
     cut = edge_cut(graph, owner)
-    manifest = write_partitions(args.out, graph, owner, features, labels, masks,
-                                method=args.method, seed=args.seed, balance=achieved,
-                                edge_cut=cut)
+    try:
+        manifest = write_partitions(args.out, graph, owner, features, labels, masks,
+                                    method=args.method, seed=args.seed, balance=achieved,
+                                    edge_cut=cut)
+    except FileExistsError as error:
+        raise CommandError(str(error)) from None
     print(f"wrote {args.out}: {args.dataset}, {graph.num_nodes} nodes, {graph.num_edges} edges, "
           f"{manifest['feature_dim']}-wide features, {args.parts} parts ({args.method}), "
           f"{time.perf_counter() - start:.1f} s")
