@@ -24,8 +24,9 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor
+from torch.utils.weak import WeakIdKeyDictionary
 
-__all__ = ["RowSchedule", "row_schedule"]
+__all__ = ["RowSchedule", "cached_row_schedule", "row_schedule"]
 
 
 class RowSchedule(NamedTuple):
@@ -86,3 +87,21 @@ def row_schedule(rowptr: Tensor, entries: int, piece: int) -> RowSchedule:
     split_rows[split_bound] = -1
     return RowSchedule(item_row, item_start, item_slot, split_rows[:split_bound], first_slot,
                        max(1, 2 * entries // piece))
+
+
+# rowptr tensor -> (its version, entries, piece, schedule). A graph caches its CSR/CSC
+# tensors, so every layer and every epoch passes the same rowptr object: the list is
+# built once per graph instead of a dozen small launches per call. Weak keys compared by
+# identity: an entry goes when its rowptr does; the version check catches in-place changes.
+_CACHE = WeakIdKeyDictionary()
+
+
+def cached_row_schedule(rowptr: Tensor, entries: int, piece: int) -> RowSchedule:
+    """`row_schedule`, remembered for this rowptr tensor (same version, entries, piece)."""
+    key = (rowptr._version, entries, piece)
+    hit = _CACHE.get(rowptr)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    schedule = row_schedule(rowptr, entries, piece)
+    _CACHE[rowptr] = (key, schedule)
+    return schedule
