@@ -36,6 +36,7 @@ class RowSchedule(NamedTuple):
     item_start: [I] first CSR entry of the item.
     item_slot:  [I] scratch row of the item's partial result (-1: the row is not split).
     split_rows: [R] the split rows in ascending order (-1: unused slot).
+    no_slot:    [R] all -1: the combine launch's items write finished rows.
     first_slot: [M] first scratch row of each split row (its partials are consecutive).
     num_slots:  bound on the scratch rows (host int).
     """
@@ -44,6 +45,7 @@ class RowSchedule(NamedTuple):
     item_start: Tensor
     item_slot: Tensor
     split_rows: Tensor
+    no_slot: Tensor
     first_slot: Tensor
     num_slots: int
 
@@ -85,7 +87,9 @@ def row_schedule(rowptr: Tensor, entries: int, piece: int) -> RowSchedule:
     split_rows.scatter_(0, torch.where(split, ordinal, split_bound),
                         torch.arange(rows, device=device))
     split_rows[split_bound] = -1
-    return RowSchedule(item_row, item_start, item_slot, split_rows[:split_bound], first_slot,
+    return RowSchedule(item_row, item_start, item_slot, split_rows[:split_bound],
+                       torch.full((split_bound,), -1, dtype=torch.int64, device=device),
+                       first_slot,
                        max(1, 2 * entries // piece))
 
 

@@ -120,7 +120,7 @@ def spmm_launch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         BLOCK_E=edge_block(entries / rows, block_f), **common)
     if schedule.split_rows.numel():
         spmm_pull[(schedule.split_rows.numel(), feature_blocks)](
-            rowptr, col, eids, schedule.split_rows, schedule.split_rows, schedule.split_rows,
+            rowptr, col, eids, schedule.split_rows, schedule.split_rows, schedule.no_slot,
             schedule.first_slot, *operands, COMBINE=True, BLOCK_E=_BLOCK_SLOTS, **common)
     return out.to(dtype), arg_lhs, arg_rhs
 
