@@ -397,7 +397,7 @@ def test_missing_triton_names_the_extra(monkeypatch):
 
 
 def test_compiled_kernels_refuse_cpu_tensors():
-    import triton
+    """Kernels defined without TRITON_INTERPRET (compiled) name the fix for CPU tensors."""
     from triton.runtime.jit import JITFunction
 
     from gnnforge.ops._triton._launch import check_runnable
@@ -407,7 +407,6 @@ def test_compiled_kernels_refuse_cpu_tensors():
 
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
         check_runnable(JITFunction(kernel), torch.zeros(1))
-    assert triton.__version__
 
 
 # ----------------------------------------------------------------------------- GPU only
