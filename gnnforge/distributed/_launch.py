@@ -31,12 +31,14 @@ __all__ = ["ProcessResult", "free_port", "init_from_env", "spawn"]
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """What one process returned: `value`, or `error` (a formatted traceback)."""
+    """What one process returned: `value`, or `error`: a formatted traceback, or one line
+    saying that it timed out (`timed_out`) or died without reporting."""
 
     rank: int
     value: Any = None
     error: str | None = None
     exitcode: int | None = None
+    timed_out: bool = False
 
 
 def free_port() -> int:
@@ -106,8 +108,9 @@ def spawn(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 12
             $GNNFORGE_RENDEZVOUS_TIMEOUT, else 120 s).
 
     Returns:
-        one ProcessResult per rank, in rank order (a process that died without reporting
-        has value None, error None and its exit code).
+        one ProcessResult per rank, in rank order. A rank still running at the deadline
+        is killed and has `timed_out` set and an error saying so; one that died without
+        reporting has an error naming its exit code. `error is None` means it returned.
     """
     if world_size < 1:
         raise ValueError(f"world_size must be >= 1, got {world_size}")
@@ -135,15 +138,28 @@ def spawn(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 12
             alive = [p for r, p in enumerate(processes) if r not in reported and p.is_alive()]
             if not alive:
                 break
-    for process in processes:
+    timed_out = set()
+    for rank, process in enumerate(processes):
         process.join(timeout=max(0.0, min(5.0, deadline - time.monotonic())))
         if process.is_alive():
             process.kill()
             process.join()
-    return [ProcessResult(rank, _loads(reported[rank].value), reported[rank].error, p.exitcode)
-            if rank in reported else
-            ProcessResult(rank, error=None, exitcode=p.exitcode)
-            for rank, p in enumerate(processes)]
+            timed_out.add(rank)
+    return [_result(rank, reported.get(rank), process.exitcode, rank in timed_out, timeout_s)
+            for rank, process in enumerate(processes)]
+
+
+def _result(rank: int, reported: ProcessResult | None, exitcode: int | None, killed: bool,
+            timeout_s: float) -> ProcessResult:
+    """The parent's record of one rank: what it reported, else why it did not."""
+    if reported is not None:
+        return ProcessResult(rank, _loads(reported.value), reported.error, exitcode)
+    if killed:
+        return ProcessResult(rank, error=f"rank {rank} timed out: still running after "
+                             f"spawn(timeout_s={timeout_s:g}); it was killed", exitcode=exitcode,
+                             timed_out=True)
+    return ProcessResult(rank, error=f"rank {rank} exited with code {exitcode} without "
+                         "reporting a value or an error", exitcode=exitcode)
 
 
 def _loads(value: bytes | None) -> Any:
