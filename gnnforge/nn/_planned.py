@@ -52,7 +52,9 @@ def prepared_structure(layer: nn.Module, graph: Any, self_loops: bool,
         return cached[1]
     prepared = graph
     if self_loops and isinstance(graph, Graph):
-        prepared = graph.remove_self_loops().add_self_loops()
+        # These layers are not relational: edge types are ignored, as in PyG.
+        untyped = Graph._trusted(graph.src, graph.dst, graph.num_nodes)
+        prepared = untyped.remove_self_loops().add_self_loops()
     structure = build(prepared)
     layer.__dict__["_prepared"] = (graph, structure)
     return structure

@@ -238,6 +238,8 @@ def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
     """[M, K]: data's value at the winning row for each output feature (broadcast aware)."""
     offset = broadcast_offsets(tuple(data.shape[1:]), out_shape, False).to(rows.device)
     flat = data.reshape(-1)
+    if flat.numel() == 0:  # no edges (or no source rows): every row has no winner (-1)
+        return rows.new_zeros(rows.shape, dtype=data.dtype)
     width = math.prod(data.shape[1:])
     return flat[rows.long().clamp(min=0) * width + offset] * (rows >= 0)
 
