@@ -42,7 +42,7 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = ("python", "bash")
 COMMAND_TIMEOUT_S = 600
 _DIRECTIVE = re.compile(r"^<!--\s*(no-run|run-with|file|slow)\s*(?::\s*(.*?))?\s*-->$")
-_FENCE = re.compile(r"^(\s*)```(.*)$")
+_FENCE = re.compile(r"^(\s*)```([^`]*)$")   # CommonMark: no backtick in the info string
 
 
 @dataclass(frozen=True)

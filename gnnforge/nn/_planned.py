@@ -1,11 +1,13 @@
 """What the planned layers (GCN, SGC, TAGCN, GAT, GATv2) share: input checks, the
-prepared-graph cache and reading the layer's `plan` attribute."""
+prepared-graph cache, PyG's self-loop handling of per-edge inputs and reading the layer's
+`plan` attribute."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 from gnnforge.graph import Graph
@@ -14,7 +16,11 @@ from gnnforge.plan._candidates import default_composition, is_valid_plan
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
 
-__all__ = ["check_node_input", "current_plan", "prepared_structure", "require_square"]
+__all__ = ["check_node_input", "current_plan", "loop_graph", "prepared_structure",
+           "require_square", "with_loop_values"]
+
+_FILL_REDUCE = {"add": "sum", "sum": "sum", "mean": "mean", "min": "amin", "max": "amax",
+                "mul": "prod"}
 
 
 def check_node_input(layer: str, graph: Any, x: Tensor, width: int) -> None:
@@ -39,24 +45,58 @@ def require_square(layer: str, graph: Any) -> None:
                          "destinations (use GCNConv per block instead)")
 
 
-def prepared_structure(layer: nn.Module, graph: Any, self_loops: bool,
-                       build: Callable[[Any], Structure]) -> Structure:
-    """The graph as the layer's kernels see it, with `build`'s per-graph data (degrees).
+def loop_graph(graph: Any, self_loops: bool) -> Any:
+    """The graph the kernels see: for a full Graph with `self_loops`, PyG's handling (drop
+    existing loops, append one per node); otherwise the graph as it is. Edge types and
+    edge data are dropped: these layers are not relational (PyG ignores edge types)."""
+    if not (self_loops and isinstance(graph, Graph)):
+        return graph
+    untyped = Graph._trusted(graph.src, graph.dst, graph.num_nodes)
+    return untyped.remove_self_loops().add_self_loops()
 
-    A full Graph gets PyG's self-loop handling when `self_loops` (drop existing loops, add
-    one per node); a block is used as it is. Cached for the last graph object the layer
-    saw, so repeated calls on one graph reuse loops, degrees and compressed formats.
+
+def with_loop_values(graph: Graph, values: Tensor, fill_value: Any,
+                     keep_existing: bool = False) -> Tensor:
+    """Per-edge `values` [E, ...] in `loop_graph(graph, True)`'s edge order: those of the
+    kept (non-loop) edges, then one row per node for its new loop.
+
+    A loop's row is `fill_value`: a number, a tensor broadcast to one row, or a reduction
+    of the node's kept in-edge values ('add'/'sum', 'mean', 'min', 'max', 'mul'; 0 for a
+    node without in-edges), as PyG's add_self_loops. With `keep_existing` a node that had
+    self-loops keeps the value of its last one instead (PyG's add_remaining_self_loops,
+    which GCN's normalisation uses).
+    """
+    src, dst = graph.src, graph.dst
+    kept = src != dst
+    rows = (graph.num_nodes, *values.shape[1:])
+    if isinstance(fill_value, str):
+        if fill_value not in _FILL_REDUCE:
+            raise ValueError(f"fill_value must be a number, a tensor or one of "
+                             f"{tuple(_FILL_REDUCE)}, got {fill_value!r}")
+        index = dst[kept].reshape(-1, *[1] * (values.dim() - 1)).expand_as(values[kept])
+        loops = values.new_zeros(rows).scatter_reduce(
+            0, index, values[kept], _FILL_REDUCE[fill_value], include_self=False)
+    else:
+        loops = torch.as_tensor(fill_value, dtype=values.dtype,
+                                device=values.device).expand(rows).clone()
+    if keep_existing:
+        loops[src[~kept]] = values[~kept]
+    return torch.cat([values[kept], loops])
+
+
+def prepared_structure(layer: nn.Module, graph: Any, self_loops: bool,
+                       build: Callable[[Any], Structure], key: Hashable = None) -> Structure:
+    """The graph as the layer's kernels see it (`loop_graph`), with `build`'s data.
+
+    Cached for the last graph object the layer saw and `key`, which names everything else
+    `build` depends on (the dtype and device of degree factors): a layer used in float64
+    and then in float32 on one graph rebuilds instead of mixing dtypes.
     """
     cached = layer.__dict__.get("_prepared")
-    if cached is not None and cached[0] is graph:
-        return cached[1]
-    prepared = graph
-    if self_loops and isinstance(graph, Graph):
-        # These layers are not relational: edge types are ignored, as in PyG.
-        untyped = Graph._trusted(graph.src, graph.dst, graph.num_nodes)
-        prepared = untyped.remove_self_loops().add_self_loops()
-    structure = build(prepared)
-    layer.__dict__["_prepared"] = (graph, structure)
+    if cached is not None and cached[0] is graph and cached[1] == key:
+        return cached[2]
+    structure = build(loop_graph(graph, self_loops))
+    layer.__dict__["_prepared"] = (graph, key, structure)
     return structure
 
 
