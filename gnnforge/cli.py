@@ -2,16 +2,24 @@
 
 Each subcommand lives beside its capability in a `_cli.py` module that defines
 `DESCRIPTION`, `configure(parser)` and `run(args) -> int`; this file only routes.
+`configure` must stay light (no torch at module level or in `configure`): `--help` and
+argument errors never import torch; `run` imports what the command needs.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-# subcommand -> module implementing it (imported only when that subcommand runs)
+from gnnforge._cli_errors import CommandError, print_error
+from gnnforge._cli_modules import (abandon_deferred, command_description, load_command,
+                                    run_deferred)
+from gnnforge._cli_progress import add_progress_flag, progress_switch
+from gnnforge._version import __version__
+
+# subcommand -> module implementing it (imported only when that subcommand is parsed)
 COMMANDS = {
     "datasets": "gnnforge.data._cli",
     "train": "gnnforge.train._cli",
@@ -21,35 +29,75 @@ COMMANDS = {
     "plan": "gnnforge.plan._cli",
 }
 
+# Errors a command raises for a bad value the user gave (a name, a number, a file): one
+# line and exit status 2 instead of a traceback. GNNFORGE_TRACEBACK=1 shows the traceback.
+USER_ERRORS = (CommandError, ValueError, KeyError, FileNotFoundError, NotADirectoryError)
 
-def _available_commands() -> dict[str, object]:
+
+def _version_line() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch = version("torch")
+    except PackageNotFoundError:
+        torch = "not installed"
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"gnnforge {__version__} (torch {torch}, python {python})"
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named in `argv` (the top-level parser takes no option values)."""
+    for token in argv:
+        if not token.startswith("-"):
+            return token if token in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Sequence[str] = ()) -> tuple[argparse.ArgumentParser, dict[str, object]]:
+    """The parser, with the subcommand named in `argv` configured (others listed only)."""
+    parser = argparse.ArgumentParser(prog="gnnforge", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=_version_line())
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = _chosen(argv)
     modules = {}
     for name, module_name in COMMANDS.items():
-        try:
-            modules[name] = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name is None or not module_name.startswith(error.name):
-                raise  # a real missing dependency inside an existing command
-    return modules
-
-
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
-    parser = argparse.ArgumentParser(prog="gnnforge", description=__doc__.splitlines()[0])
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    modules = _available_commands()
-    for name, module in modules.items():
-        sub = subparsers.add_parser(name, help=module.DESCRIPTION, description=module.DESCRIPTION)
-        module.configure(sub)
+        if name == chosen:
+            module = load_command(module_name)
+            modules[name] = module
+            description = module.DESCRIPTION
+        else:
+            description = command_description(module_name)
+        sub = subparsers.add_parser(name, help=description, description=description)
+        if name == chosen:
+            modules[name].configure(sub)
+            add_progress_flag(sub)
     return parser, modules
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser, modules = build_parser(argv)
+        args = parser.parse_args(argv)
+    except BaseException:  # --help, --version or a bad argument: torch was never needed
+        abandon_deferred()
+        raise
     if args.command is None:
+        abandon_deferred()
         parser.print_help()
         return 2
-    return int(modules[args.command].run(args) or 0)
+    try:
+        run_deferred()
+        with progress_switch(getattr(args, "progress", None)):
+            return int(modules[args.command].run(args) or 0)
+    except USER_ERRORS as error:
+        if os.environ.get("GNNFORGE_TRACEBACK"):
+            raise
+        print_error(args.command, error)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gnnforge {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

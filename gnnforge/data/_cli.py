@@ -11,14 +11,14 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gnnforge._compat import require
+
 from gnnforge.data._paths import cache_dir, shared_datasets_dir
-from gnnforge.data._progress import progress_bar
-from gnnforge.data._registry import cached_dataset_meta, find_dataset, list_datasets, load_dataset
-from gnnforge.data._sources import DatasetSource
 from gnnforge.data._table import format_number, format_table
+
+if TYPE_CHECKING:  # the registry imports torch: only `run` loads it
+    from gnnforge.data._sources import DatasetSource
 
 DESCRIPTION = "List built-in and discovered datasets with statistics measured from the data."
 
@@ -54,6 +54,8 @@ def _listing_options(source: DatasetSource) -> dict[str, Any]:
 
 
 def _meta(source: DatasetSource, use_cache: bool, root: Path | None, **options) -> dict[str, Any]:
+    from gnnforge.data._registry import cached_dataset_meta, load_dataset
+
     options = {**_listing_options(source), **options}
     if use_cache:
         meta = cached_dataset_meta(source, **options)
@@ -105,6 +107,9 @@ _HEADERS = [
 
 
 def _list(args: argparse.Namespace) -> int:
+    from gnnforge.data._progress import progress_bar
+    from gnnforge.data._registry import list_datasets
+
     root = args.root if args.root is not None else shared_datasets_dir()
     if args.root is not None and not args.root.is_dir():
         print(f"gnnforge datasets: --root {args.root} is not a directory", file=sys.stderr)
@@ -151,6 +156,8 @@ def _degree_rows(stats: dict[str, Any]) -> list[list[object]]:
 
 
 def _detail(args: argparse.Namespace) -> int:
+    from gnnforge.data._registry import find_dataset
+
     root = args.root
     try:
         source = find_dataset(args.name, root)
@@ -224,6 +231,8 @@ def _histogram_rows(stats: dict[str, Any]) -> list[list[object]]:
 
 
 def _plot(path: Path, name: str, stats: dict[str, Any]) -> None:
+    from gnnforge._compat import require
+
     matplotlib = require("matplotlib", "plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -27,7 +27,16 @@ def shared_datasets_dir() -> Path | None:
 
 
 def cache_dir() -> Path:
-    """Folder for processed datasets: $GNNFORGE_CACHE, else .gnnforge_cache in the checkout."""
-    path = Path(os.environ.get("GNNFORGE_CACHE", _REPO_ROOT / ".gnnforge_cache"))
+    """Folder for processed datasets, compiled kernels and kernel timings.
+
+    $GNNFORGE_CACHE, else $XDG_CACHE_HOME/gnnforge, else ~/.cache/gnnforge: the user's
+    cache, never the installed package's folder (site-packages may be read-only and is
+    shared by every user of an environment).
+    """
+    if os.environ.get("GNNFORGE_CACHE"):
+        path = Path(os.environ["GNNFORGE_CACHE"])
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        path = Path(base) / "gnnforge"
     path.mkdir(parents=True, exist_ok=True)
     return path

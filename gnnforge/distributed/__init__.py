@@ -1,9 +1,10 @@
 """Cooperative and independent minibatching over torch.distributed (gloo / NCCL)."""
 
 from gnnforge.distributed._cooperative import CooperativeMinibatch, CooperativeSampler
-from gnnforge.distributed._exchange import ExchangePlan, PeerError, all_to_all_ids, exchange
+from gnnforge.distributed._exchange import (ExchangePlan, PeerError, Traffic, all_to_all_ids,
+                                            exchange, traffic)
 from gnnforge.distributed._launch import ProcessResult, free_port, init_from_env, spawn
-from gnnforge.distributed._partition import edge_cut, partition_nodes
+from gnnforge.distributed._partition import balance, edge_cut, partition_nodes, rebalance
 
 __all__ = [
     "CooperativeMinibatch",
@@ -11,11 +12,15 @@ __all__ = [
     "ExchangePlan",
     "PeerError",
     "ProcessResult",
+    "Traffic",
     "all_to_all_ids",
+    "balance",
     "edge_cut",
     "exchange",
     "free_port",
     "init_from_env",
     "partition_nodes",
+    "rebalance",
     "spawn",
+    "traffic",
 ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,7 +30,7 @@ from torch import Tensor
 from gnnforge.distributed._exchange import ExchangePlan, all_to_all_ids, exchange
 from gnnforge.graph import Graph
 from gnnforge.sampling._block import Block
-from gnnforge.sampling._common import check_seeds, csr_arrays, sample_layer
+from gnnforge.sampling._common import InEdges, check_seed_ids, in_edges, sample_layer
 from gnnforge.sampling._kernels import compact
 from gnnforge.sampling._variates import VariateKey
 
@@ -46,20 +47,22 @@ class CooperativeMinibatch:
         plans: per layer, the exchange that turns owned rows into the block's source rows.
         input_nodes: [n] int64 owned vertices whose input features this process supplies.
         seeds: [b] int64 this process's seeds (the last block's destinations).
+        group: the process group the exchanges run on (None: the default group).
     """
 
     blocks: list[Block]
     plans: list[ExchangePlan]
     input_nodes: Tensor
     seeds: Tensor
+    group: Any = None
 
     def exchanges(self) -> list[Callable[[Tensor], Tensor]]:
         """Per layer, the differentiable exchange (pass as `exchange=` to a block model)."""
-        return [partial(exchange, plan=plan) for plan in self.plans]
+        return [partial(exchange, plan=plan, group=self.group) for plan in self.plans]
 
     def remote_rows(self) -> tuple[int, int]:
         """Rows (vertex embeddings) this process sends to / receives from other processes."""
-        rank = dist.get_rank()
+        rank = dist.get_rank(self.group)
         pairs = [plan.remote_rows(rank) for plan in self.plans]
         return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
 
@@ -67,68 +70,90 @@ class CooperativeMinibatch:
 class CooperativeSampler:
     """Wraps a NeighborSampler / LaborSampler / RandomWalkSampler for P processes.
 
-    Every process of the default process group calls `sample` once per global batch, with
-    its own seeds and the same key (e.g. `DependentKeys(kappa, seed)[step]` on all).
-    LABOR-* optimises its probabilities per process over the process's destinations, so
-    only NS, LABOR-0 and random walks reproduce the single-process minibatch exactly.
+    Every process of the group calls `sample` once per global batch, with its own seeds
+    and the same key (e.g. `DependentKeys(kappa, seed)[step]` on all). LABOR-* optimises
+    its probabilities per process over the process's destinations, so only NS, LABOR-0
+    and random walks reproduce the single-process minibatch exactly (random walks need
+    the whole graph, not a partition).
 
     Args:
         sampler: any sampler of `gnnforge.sampling`.
-        owner: [N] int64 process of each vertex (from `partition_nodes`).
+        owner: [N] integer process (rank in `group`) of each vertex (from
+            `partition_nodes`, or a partition's memory-mapped `owner`).
+        group: process group of the sampling all-to-alls (None: the default group). A
+            prefetching thread needs a group of its own, so that its collectives never
+            interleave with the main thread's.
+        exchange_group: group of the forward/backward exchanges of the minibatch (None:
+            `group`): the same processes, in the same rank order.
     """
 
-    def __init__(self, sampler, owner: Tensor) -> None:
+    def __init__(self, sampler, owner: Tensor | np.ndarray, group=None,
+                 exchange_group=None) -> None:
         if not dist.is_initialized():
             raise RuntimeError("CooperativeSampler needs torch.distributed initialised "
                                "(torchrun, or gnnforge.distributed.spawn)")
-        owner = torch.as_tensor(owner, dtype=torch.int64)
-        world = dist.get_world_size()
-        out_of_range = owner.numel() and (int(owner.min()) < 0 or int(owner.max()) >= world)
-        if owner.dim() != 1 or out_of_range:
-            raise ValueError(f"owner must be a 1-D tensor of ranks in [0, {world}), got shape "
-                             f"{tuple(owner.shape)}")
+        owner_np = owner.numpy() if isinstance(owner, Tensor) else np.asarray(owner)
+        world = dist.get_world_size(group)
+        if owner_np.ndim != 1 or owner_np.dtype.kind not in "iu":
+            raise ValueError(f"owner must be a 1-D integer array, got shape "
+                             f"{owner_np.shape} dtype {owner_np.dtype}")
+        if owner_np.size and (int(owner_np.min()) < 0 or int(owner_np.max()) >= world):
+            raise ValueError(f"owner must hold ranks in [0, {world}), got values in "
+                             f"[{int(owner_np.min())}, {int(owner_np.max())}]")
         self.sampler = sampler
-        self.owner = owner
-        self._owner_np = owner.numpy()
+        self.group = group
+        self.exchange_group = group if exchange_group is None else exchange_group
+        self._owner_np = owner_np
 
-    def sample(self, graph: Graph, seeds: Tensor, key: VariateKey) -> CooperativeMinibatch:
+    @property
+    def owner(self) -> Tensor:
+        return torch.as_tensor(np.asarray(self._owner_np, dtype=np.int64))
+
+    def sample(self, graph: Graph | InEdges, seeds: Tensor, key: VariateKey
+               ) -> CooperativeMinibatch:
         """Sample this process's share; collective (every process must call it).
+
+        Args:
+            graph: the whole graph, or this process's in-edges (a partition's
+                `Partition.in_edges`, owned vertices only).
+            seeds: [b] distinct int64 seeds owned by this process.
+            key: the step's key, the same on every process.
 
         Raises:
             ValueError: when a seed is not owned by this process or the owner vector
                 does not match the graph.
             PeerError: when another process died or timed out.
         """
-        if self.owner.numel() != graph.num_nodes:
-            raise ValueError(f"owner has {self.owner.numel()} entries for {graph.num_nodes} nodes")
-        frontier = check_seeds(graph, seeds)
+        edges = graph if isinstance(graph, InEdges) else in_edges(graph)
+        if self._owner_np.size != edges.num_nodes:
+            raise ValueError(f"owner has {self._owner_np.size} entries for {edges.num_nodes} "
+                             "nodes")
+        frontier = check_seed_ids(seeds, edges.num_nodes)
         seeds_t = torch.from_numpy(frontier.copy())
-        rank, world = dist.get_rank(), dist.get_world_size()
+        rank, world = dist.get_rank(self.group), dist.get_world_size(self.group)
         foreign = np.flatnonzero(self._owner_np[frontier] != rank)
         if foreign.size:
             raise ValueError(f"seeds[{foreign[0]}] = {frontier[foreign[0]]} is owned by process "
                              f"{self._owner_np[frontier[foreign[0]]]}, not {rank}")
-        csr = csr_arrays(graph)
-        local_of = np.full(graph.num_nodes, -1, dtype=np.int64)
-        layer_fn = self.sampler.layer_fn(graph)
+        layer_fn = self.sampler.layer_fn(graph if isinstance(graph, Graph) else None)
         blocks, plans = [], []
         for layer in reversed(range(self.sampler.num_layers)):
-            block = sample_layer(csr, frontier, layer, key, layer_fn, local_of)
-            plan, frontier = self._plan(block.src_nodes.numpy(), frontier, world, local_of)
+            block = sample_layer(edges, frontier, layer, key, layer_fn)
+            plan, frontier = self._plan(block.src_nodes.numpy(), frontier, world)
             blocks.append(block)
             plans.append(plan)
         return CooperativeMinibatch(blocks[::-1], plans[::-1], torch.from_numpy(frontier),
-                                    seeds_t)
+                                    seeds_t, self.exchange_group)
 
-    def _plan(self, sources: np.ndarray, frontier: np.ndarray, world: int,
-              local_of: np.ndarray) -> tuple[ExchangePlan, np.ndarray]:
-        owners = self._owner_np[sources]
+    def _plan(self, sources: np.ndarray, frontier: np.ndarray, world: int
+              ) -> tuple[ExchangePlan, np.ndarray]:
+        owners = self._owner_np[sources].astype(np.int64)
         order = np.argsort(owners, kind="stable")
         recv_counts = np.bincount(owners, minlength=world)
         requests = torch.from_numpy(sources[order]).split(recv_counts.tolist())
-        asked = all_to_all_ids(list(requests), "all_to_all of sampled vertex ids")
+        asked = all_to_all_ids(list(requests), "all_to_all of sampled vertex ids", self.group)
         asked_all = torch.cat(asked).numpy() if asked else np.zeros(0, dtype=np.int64)
-        send_index, next_frontier = compact(frontier, asked_all, local_of)
+        send_index, next_frontier = compact(frontier, asked_all)
         plan = ExchangePlan(torch.from_numpy(order), recv_counts.tolist(),
                             torch.from_numpy(send_index), [int(a.numel()) for a in asked])
         return plan, next_frontier

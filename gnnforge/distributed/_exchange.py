@@ -7,6 +7,8 @@ first the per-peer counts, then the payload. NCCL runs the same calls on GPU.
 
 from __future__ import annotations
 
+import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -15,9 +17,44 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-__all__ = ["ExchangePlan", "PeerError", "all_to_all_ids", "exchange"]
+__all__ = ["ExchangePlan", "PeerError", "Traffic", "all_to_all_ids", "exchange", "traffic"]
 
 T = TypeVar("T")
+
+
+class Traffic:
+    """Bytes this process sent to / received from other processes through `all_to_all`.
+
+    Counts every exchange of this module (ids, feature rows, embeddings, gradients) on
+    every process group; rows a process sends to itself are not counted. Thread-safe:
+    a prefetching thread samples while the main thread exchanges embeddings.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.sent_bytes = 0
+            self.received_bytes = 0
+
+    def add(self, sent: int, received: int) -> None:
+        with self._lock:
+            self.sent_bytes += sent
+            self.received_bytes += received
+
+    @property
+    def exchanged_bytes(self) -> int:
+        return self.sent_bytes + self.received_bytes
+
+
+_TRAFFIC = Traffic()
+
+
+def traffic() -> Traffic:
+    """This process's `Traffic` counter (reset it with `traffic().reset()`)."""
+    return _TRAFFIC
 
 
 class PeerError(RuntimeError):
@@ -37,24 +74,32 @@ def collective(what: str, call: Callable[[], T]) -> T:
         ) from error
 
 
-def _all_to_all_rows(rows: Tensor, send_counts: list[int], recv_counts: list[int],
-                     what: str) -> Tensor:
+def all_to_all_rows(rows: Tensor, send_counts: list[int], recv_counts: list[int], what: str,
+                    group=None) -> Tensor:
+    """Rows grouped by receiver (send_counts[q] to process q) -> rows grouped by sender."""
     out = rows.new_empty((sum(recv_counts), *rows.shape[1:]))
     collective(what, lambda: dist.all_to_all_single(out, rows.contiguous(), recv_counts,
-                                                    send_counts))
+                                                    send_counts, group=group))
+    rank = dist.get_rank(group)
+    row_bytes = math.prod(rows.shape[1:]) * rows.element_size()
+    _TRAFFIC.add((sum(send_counts) - send_counts[rank]) * row_bytes,
+                 (sum(recv_counts) - recv_counts[rank]) * row_bytes)
     return out
 
 
-def all_to_all_ids(chunks: list[Tensor], what: str = "all_to_all of vertex ids") -> list[Tensor]:
-    """Send chunks[q] to process q; return what each process sent here, by sender rank."""
-    world = dist.get_world_size()
+def all_to_all_ids(chunks: list[Tensor], what: str = "all_to_all of vertex ids",
+                   group=None) -> list[Tensor]:
+    """Send chunks[q] to process q of `group`; return what each sent here, by sender rank."""
+    world = dist.get_world_size(group)
     if len(chunks) != world:
         raise ValueError(f"all_to_all_ids: need one chunk per process ({world}), got {len(chunks)}")
     send_counts = torch.tensor([c.numel() for c in chunks], dtype=torch.int64)
     recv_counts = torch.empty(world, dtype=torch.int64)
-    collective(what + " (counts)", lambda: dist.all_to_all_single(recv_counts, send_counts))
+    collective(what + " (counts)", lambda: dist.all_to_all_single(recv_counts, send_counts,
+                                                                  group=group))
     payload = torch.cat(chunks) if chunks else torch.zeros(0, dtype=torch.int64)
-    received = _all_to_all_rows(payload, send_counts.tolist(), recv_counts.tolist(), what)
+    received = all_to_all_rows(payload, send_counts.tolist(), recv_counts.tolist(), what,
+                               group)
     return list(received.split(recv_counts.tolist()))
 
 
@@ -91,11 +136,11 @@ class _Exchange(torch.autograd.Function):
     """Forward: owners' rows -> the block's source rows. Backward: the reverse exchange."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, plan: ExchangePlan) -> Tensor:
-        ctx.plan = plan
+    def forward(ctx, x: Tensor, plan: ExchangePlan, group) -> Tensor:
+        ctx.plan, ctx.group = plan, group
         ctx.num_rows = x.shape[0]
-        arrived = _all_to_all_rows(x[plan.send_index], plan.send_counts, plan.recv_counts,
-                                   "all_to_all of embeddings (forward)")
+        arrived = all_to_all_rows(x[plan.send_index], plan.send_counts, plan.recv_counts,
+                                  "all_to_all of embeddings (forward)", group)
         out = x.new_empty((plan.num_src, *x.shape[1:]))
         out[plan.recv_order] = arrived
         return out
@@ -103,13 +148,16 @@ class _Exchange(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: Tensor):
         plan = ctx.plan
-        back = _all_to_all_rows(grad_out[plan.recv_order], plan.recv_counts, plan.send_counts,
-                                "all_to_all of gradients (backward)")
+        back = all_to_all_rows(grad_out[plan.recv_order], plan.recv_counts, plan.send_counts,
+                               "all_to_all of gradients (backward)", ctx.group)
         grad = grad_out.new_zeros((ctx.num_rows, *grad_out.shape[1:]))
         grad.index_add_(0, plan.send_index, back)  # a row sent to several peers sums them
-        return grad, None
+        return grad, None, None
 
 
-def exchange(x: Tensor, plan: ExchangePlan) -> Tensor:
-    """Rows of the block's sources from the owners' rows `x` ([n_owned, ...]), with autograd."""
-    return _Exchange.apply(x, plan)
+def exchange(x: Tensor, plan: ExchangePlan, group=None) -> Tensor:
+    """Rows of the block's sources from the owners' rows `x` ([n_owned, ...]), with autograd.
+
+    `group`: the process group the plan was made on (None: the default group).
+    """
+    return _Exchange.apply(x, plan, group)

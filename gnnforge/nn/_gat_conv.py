@@ -11,8 +11,8 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import dst_part
 from gnnforge.nn._attention import check_attention_args, edge_features, finish_heads
-from gnnforge.nn._planned import check_node_input, current_plan, prepared_structure
-from gnnforge.plan._execute import Structure, evaluate
+from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan, prepared_structure
+from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gat_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -72,7 +72,7 @@ class GATConv(nn.Module):
         width = heads * out_channels if concat else out_channels
         self.res = nn.Linear(in_channels, width, bias=False) if residual else None
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -93,7 +93,8 @@ class GATConv(nn.Module):
 
     def forward(self, graph: Any, x: Tensor, edge_attr: Tensor | None = None) -> Tensor:
         check_node_input("GATConv", graph, x, self.in_channels)
-        structure = prepared_structure(self, graph, self.add_self_loops, Structure)
+        structure = prepared_structure(self, graph, self.add_self_loops, Structure,
+                                       key="plain")
         heads, width = self.heads, self.out_channels
         leaves = {
             "X": x,
@@ -107,7 +108,7 @@ class GATConv(nn.Module):
             edges = edges.reshape(-1, heads, width)
             leaves["edge_logits"] = (edges * self.att_edge).sum(-1, keepdim=True)  # [E', H, 1]
         dropout = self.dropout if self.training else 0.0
-        out = evaluate(current_plan(self, self.plan_expression()), structure, leaves, dropout)
+        out = evaluate_plan(self, self.plan_expression(), structure, leaves, dropout)
         residual = None if self.res is None else self.res(dst_part(graph, x))
         return finish_heads(out, self.concat, self.bias, residual)
 

@@ -11,9 +11,9 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import edge_weight_of
 from gnnforge.nn._gcn_norm import detached, gcn_norm_structure
-from gnnforge.nn._planned import check_node_input, current_plan
+from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan
 from gnnforge.nn._sparse_features import SparseFeatures
-from gnnforge.plan._execute import Structure, evaluate
+from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gcn_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -73,7 +73,7 @@ class GCNConv(nn.Module):
         self.add_self_loops, self.normalize = add_self_loops, normalize
         self.lin = nn.Linear(in_channels, out_channels, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
         self._cached_structure: tuple | None = None  # (graph, dtype, device, Structure)
         self.reset_parameters()
 
@@ -102,7 +102,7 @@ class GCNConv(nn.Module):
         check_node_input("GCNConv", graph, x, weight.shape[1])
         structure = self._structure(graph, edge_weight_of("GCNConv", graph, edge_weight), x)
         leaves = {"X": x, "W": weight}
-        out = evaluate(current_plan(self, gcn_expression()), structure, leaves)  # [Nd, 1, O]
+        out = evaluate_plan(self, gcn_expression(), structure, leaves)  # [Nd, 1, O]
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.bias is None else out + self.bias
 

@@ -31,7 +31,8 @@ def gcn_norm_structure(layer: nn.Module, graph: Any, edge_weight: Tensor | None,
     if edge_weight is None and not (improved and self_loops):
         return prepared_structure(layer, graph, self_loops,
                                   lambda g: _build(g, None, x.dtype, normalize, square),
-                                  key=(x.dtype, x.device, normalize))
+                                  key=("gcn", x.dtype, x.device, normalize,
+                                       square or isinstance(graph, Graph)))
     if edge_weight is None:
         edge_weight = torch.ones(graph.num_edges, dtype=x.dtype, device=x.device)
     if self_loops and isinstance(graph, Graph):

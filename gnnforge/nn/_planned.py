@@ -1,6 +1,6 @@
-"""What the planned layers (GCN, SGC, TAGCN, GAT, GATv2) share: input checks, the
-prepared-graph cache, PyG's self-loop handling of per-edge inputs and reading the layer's
-`plan` attribute."""
+"""What the planned layers (GCN, SGC, TAGCN, GAT, GATv2, SAGE) share: input checks, the
+prepared-graph cache, PyG's self-loop handling of per-edge inputs and running the
+composition the layer's `plan` names ("auto" by default: `gnnforge.plan._auto`)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ import torch
 from torch import Tensor, nn
 
 from gnnforge.graph import Graph
-from gnnforge.plan._execute import Structure
-from gnnforge.plan._candidates import default_composition, is_valid_plan
+from gnnforge.plan._auto import AUTO, _fixed_plan, run_plan
+from gnnforge.plan._candidates import default_composition
+from gnnforge.plan._execute import Structure, evaluate
+from gnnforge.plan._graph_cache import GRAPH_CACHE
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
 
-__all__ = ["check_node_input", "current_plan", "loop_graph", "prepared_structure",
-           "require_square", "with_loop_values"]
+__all__ = ["AUTO", "check_node_input", "current_plan", "evaluate_plan", "loop_graph",
+           "prepared_structure", "require_square", "with_loop_values"]
 
 _FILL_REDUCE = {"add": "sum", "sum": "sum", "mean": "mean", "min": "amin", "max": "amax",
                 "mul": "prod"}
@@ -88,25 +90,35 @@ def prepared_structure(layer: nn.Module, graph: Any, self_loops: bool,
                        build: Callable[[Any], Structure], key: Hashable = None) -> Structure:
     """The graph as the layer's kernels see it (`loop_graph`), with `build`'s data.
 
-    Cached for the last graph object the layer saw and `key`, which names everything else
-    `build` depends on (the dtype and device of degree factors): a layer used in float64
-    and then in float32 on one graph rebuilds instead of mixing dtypes.
+    With a `key` naming what `build` computes and everything it depends on besides the
+    graph (e.g. ("gcn", dtype, device): a layer used in float64 and then in float32 on one
+    graph must not mix dtypes), the result is shared by every layer and call on this graph
+    object (`gnnforge.plan._graph_cache`): loops, degrees, compressed formats and GCN's
+    edge normalisation are computed once per graph. Without one (a build that depends
+    on more than the graph), it is cached for the last graph this layer saw.
     """
+    def make() -> Structure:
+        return build(loop_graph(graph, self_loops))
+
+    if key is not None:
+        return GRAPH_CACHE.get(graph, ("structure", bool(self_loops), key), make)
     cached = layer.__dict__.get("_prepared")
-    if cached is not None and cached[0] is graph and cached[1] == key:
-        return cached[2]
-    structure = build(loop_graph(graph, self_loops))
-    layer.__dict__["_prepared"] = (graph, key, structure)
+    if cached is not None and cached[0] is graph:
+        return cached[1]
+    structure = make()
+    layer.__dict__["_prepared"] = (graph, structure)
     return structure
 
 
 def current_plan(layer: nn.Module, expression: Node) -> Composition:
-    """The layer's `plan` attribute, checked against its expression; the default if None."""
-    plan = layer.plan
-    if plan is None:
-        return default_composition(expression)
-    if not isinstance(plan, Composition) or not is_valid_plan(expression, plan):
-        raise ValueError(f"{type(layer).__name__}.plan is not a composition of this layer's "
-                         f"expression {expression!r}; got {plan!r}. Use gnnforge.plan.optimize "
-                         "or gnnforge.plan.layer_candidates(layer)")
-    return plan
+    """The composition the layer's `plan` names: PyG's order for "default" (or None), the
+    given composition, or for "auto" the default (use `evaluate_plan` to plan)."""
+    return _fixed_plan(layer, expression) or default_composition(expression)
+
+
+def evaluate_plan(layer: nn.Module, expression: Node, structure: Structure,
+                  leaves: dict[str, Tensor], attention_dropout: float = 0.0) -> Tensor:
+    """The layer's value under the composition its `plan` names ("auto": planned for this
+    call's graph, dtype, width, device and mode; measured first when in doubt)."""
+    return run_plan(layer, expression, structure, leaves,
+                    lambda plan, inputs: evaluate(plan, structure, inputs, attention_dropout))

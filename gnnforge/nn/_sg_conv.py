@@ -10,7 +10,8 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import edge_weight_of
 from gnnforge.nn._gcn_norm import gcn_norm_structure
-from gnnforge.nn._planned import check_node_input, current_plan, require_square
+from gnnforge.nn._planned import (AUTO, check_node_input, current_plan, evaluate_plan,
+                                  require_square)
 from gnnforge.plan._execute import evaluate
 from gnnforge.plan._expressions import sgc_expression
 from gnnforge.plan._ir import Node
@@ -45,7 +46,7 @@ class SGConv(nn.Module):
         self.in_channels, self.out_channels, self.K = in_channels, out_channels, K
         self.cached, self.add_self_loops = cached, add_self_loops
         self.lin = nn.Linear(in_channels, out_channels, bias=bias)
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
         self._cached_x: tuple | None = None  # (graph, dtype, device, Â^K X)
 
     def reset_parameters(self) -> None:
@@ -75,7 +76,7 @@ class SGConv(nn.Module):
             self._cached_x = (graph, x.dtype, x.device, propagated)
             return self.lin(propagated)
         leaves = {"X": x, "W": self.lin.weight.t().unsqueeze(0)}
-        out = evaluate(current_plan(self, expression), structure, leaves)
+        out = evaluate_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.lin.bias is None else out + self.lin.bias
 

@@ -10,8 +10,7 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import edge_weight_of
 from gnnforge.nn._gcn_norm import gcn_norm_structure
-from gnnforge.nn._planned import check_node_input, current_plan, require_square
-from gnnforge.plan._execute import evaluate
+from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan, require_square
 from gnnforge.plan._expressions import tag_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -47,7 +46,7 @@ class TAGConv(nn.Module):
         self.lins = nn.ModuleList(nn.Linear(in_channels, out_channels, bias=False)
                                   for _ in range(K + 1))
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
-        self.plan: Composition | None = None
+        self.plan: Composition | str | None = AUTO
 
     def reset_parameters(self) -> None:
         for lin in self.lins:
@@ -70,7 +69,7 @@ class TAGConv(nn.Module):
         expression = tag_expression(self.K)
         leaves = {"X": x, **{f"W{k}": lin.weight.t().unsqueeze(0)
                              for k, lin in enumerate(self.lins)}}
-        out = evaluate(current_plan(self, expression), structure, leaves)
+        out = evaluate_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.bias is None else out + self.bias
 

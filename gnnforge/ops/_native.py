@@ -31,9 +31,9 @@ _PARALLEL_WORK = 2**18
 _SERIAL_SCATTER_BYTES = 1024
 
 
-def available() -> bool:
-    """True when the native library is built (or cached) and loaded; builds it once."""
-    return load() is not None
+def available(variant: str | None = None) -> bool:
+    """True when the library (one variant; default the widest) is built and loaded."""
+    return load(variant) is not None
 
 
 def _threads(work: int) -> int:
@@ -65,8 +65,13 @@ def _rows(tensor: Tensor) -> Tensor:
 
 def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                  rhs: Tensor | None, op: str, reduce: str,
-                 record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
-    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`. Copy ops run natively."""
+                 record_args: bool = True, variant: str | None = None
+                 ) -> tuple[Tensor, Tensor, Tensor]:
+    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`. Copy ops run natively.
+
+    `variant` names the instruction-set build of the library (`_native_build`); None is
+    the host's widest.
+    """
     if op == "copy_lhs":
         data, index = lhs, col
     elif op == "copy_rhs":
@@ -85,7 +90,7 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     arg = (_empty(rows, width, rowptr.dtype) if extreme
            else torch.empty(0, dtype=torch.int64))
     if rows and width:
-        load().gf_spmm_copy(_DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64,
+        load(variant).gf_spmm_copy(_DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64,
                             rowptr.data_ptr(), index.data_ptr(), x.data_ptr(), out.data_ptr(),
                             arg.data_ptr() if extreme else None, rows, width,
                             _REDUCE_CODES[reduce], _threads(index.shape[0] * width))
@@ -100,12 +105,12 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
 
 
 def mean_grad_native(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
-                     num_src: int) -> Tensor:
+                     num_src: int, variant: str | None = None) -> Tensor:
     """Gradient of copy_u mean w.r.t. x; same contract as `_cpu.mean_grad_cpu`."""
     values = _rows(grad)
     out = _empty(num_src, values.shape[1], values.dtype)
     if num_src and out.shape[1]:
-        load().gf_mean_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
+        load(variant).gf_mean_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                             colptr.data_ptr(), row.data_ptr(), rowptr.data_ptr(),
                             values.data_ptr(), out.data_ptr(), num_src, rowptr.shape[0] - 1,
                             out.shape[1], _threads(row.numel() * out.shape[1]))
@@ -113,7 +118,7 @@ def mean_grad_native(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
 
 
 def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
-                        num_src: int) -> Tensor:
+                        num_src: int, variant: str | None = None) -> Tensor:
     """Gradient of copy_u max/min w.r.t. x; same contract as `_cpu.extreme_grad_cpu`.
 
     `arg` may be int32 or int64 (the kernel reads it in the index dtype of colptr/row).
@@ -122,7 +127,7 @@ def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
     arg = arg.to(colptr.dtype).contiguous()
     out = _empty(num_src, values.shape[1], values.dtype)
     if num_src and out.shape[1]:
-        load().gf_extreme_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
+        load(variant).gf_extreme_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                                colptr.data_ptr(), row.data_ptr(), arg.data_ptr(),
                                values.data_ptr(), out.data_ptr(), num_src, arg.shape[0],
                                out.shape[1],

@@ -1,39 +1,123 @@
-"""Build-on-first-use of the native kernel library (`_native_src/spmm.cpp`), cached on disk.
+"""Build-on-first-use of the native kernel library in instruction-set variants, cached on disk.
 
-The library is plain C++ with a C ABI (no torch headers, so it compiles in a few seconds,
-not the minute a torch extension takes), loaded with ctypes. It is compiled with the host
-compiler for the host CPU (`-march=native`) and cached under
-`gnnforge.data.cache_dir()/native/` keyed by a hash of the source, the compiler's version,
-the flags and the CPU's feature flags, so a change of any of them rebuilds and a cache
-shared between different machines never runs foreign instructions. Concurrent first
-builds (pytest workers, DDP ranks) each write a private temporary file and rename it into
-place. When no compiler works, `load()` returns None once with a warning naming why, and
-gnnforge runs the numba backend. `GNNFORGE_NATIVE=0` disables the library.
+The library (every `_native_src/*.cpp`, one shared object) is plain C++ with a C ABI (no
+torch headers, so it compiles in seconds, not the minute a torch extension takes), loaded
+with ctypes. It is compiled once per instruction-set *variant* the host can run:
+
+    x86-64:  sse2 (baseline x86-64), avx2 (x86-64-v3: AVX2, FMA, BMI), avx512 (the host's
+             full set, -march=native, built only where the CPU has AVX-512)
+    aarch64: armv8 (baseline, NEON), native (-mcpu=native)
+    other:   native
+
+Which variant is fastest is not assumed: the widest vectors lose on some machines (a VM
+that hides AVX-512, a CPU whose 256-bit units are slow), so `_autotune` times them per
+kernel class and remembers the winner. `load(variant)` returns one variant's library.
+
+Cache: `gnnforge.data.cache_dir()/native/`, one file per variant and key (a hash of the
+sources, the compiler's version, the flags, the CPU's feature flags and the ABI version), so
+a change of any of them rebuilds and a cache shared between machines never runs foreign
+instructions. Builds are serialised by a file lock (other processes wait, then load);
+each build records the file's sha256 beside it and a file whose hash differs (truncated,
+replaced) is rebuilt, never loaded; a library missing a symbol of `_native_abi` is rebuilt
+with a warning; a failed build is remembered per key, so a machine without a working
+compiler does not recompile in every new process. `GNNFORGE_NATIVE=0` disables the library.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import functools
 import hashlib
+import json
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["build", "load", "unavailable_reason"]
+from gnnforge.ops._native_abi import ABI_VERSION, PROTOTYPES
 
-_SOURCE = Path(__file__).with_name("_native_src") / "spmm.cpp"
-_ABI_VERSION = 4
-_FLAG_SETS = (
-    ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"],
-    ["-O3", "-fopenmp", "-shared", "-fPIC", "-std=c++17"],  # compilers without -march=native
-)
+__all__ = ["Variant", "available_variants", "build", "default_variant", "load",
+           "unavailable_reason"]
+
+_SOURCE_DIR = Path(__file__).with_name("_native_src")
+_COMMON_FLAGS = ("-O3", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
 _BUILD_SECONDS = 300
-_reason: list[str] = []
+_reasons: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One instruction-set build of the library.
+
+    Attributes:
+        name: 'sse2', 'avx2', 'avx512', 'armv8' or 'native'.
+        flags: compiler flags selecting the instruction set (tried in order: the first
+            tuple the compiler accepts is used).
+        requires: CPU feature flags (as /proc/cpuinfo names them) the host needs.
+    """
+
+    name: str
+    flags: tuple[tuple[str, ...], ...]
+    requires: frozenset[str] = frozenset()
+
+
+_X86_VARIANTS = (
+    Variant("sse2", (("-march=x86-64", "-mtune=generic"),), frozenset({"sse2"})),
+    Variant("avx2", (("-march=x86-64-v3", "-mtune=generic"), ("-march=haswell",)),
+            frozenset({"avx2", "fma", "bmi1", "bmi2", "f16c", "movbe"})),
+    Variant("avx512", (("-march=native",),), frozenset({"avx512f", "avx512bw", "avx512vl"})),
+)
+_ARM_VARIANTS = (
+    Variant("armv8", (("-march=armv8-a",),)),
+    Variant("native", (("-mcpu=native",), ("-march=native",))),
+)
+_OTHER_VARIANTS = (Variant("native", (("-march=native",), ())),)
+
+
+def cpu_flags() -> frozenset[str]:
+    """The host CPU's feature flags (/proc/cpuinfo), empty where that is unreadable."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith(("flags", "Features")):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+@functools.lru_cache(maxsize=1)
+def available_variants() -> tuple[Variant, ...]:
+    """The variants this host can run, narrowest instruction set first."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        flags = cpu_flags()
+        # Without readable flags only the baseline is known to be safe.
+        return tuple(v for v in _X86_VARIANTS if flags and v.requires <= flags) or \
+            _X86_VARIANTS[:1]
+    if machine in ("aarch64", "arm64"):
+        return _ARM_VARIANTS
+    return _OTHER_VARIANTS
+
+
+def default_variant() -> str:
+    """The variant used before any measurement: the host's widest instruction set."""
+    return available_variants()[-1].name
+
+
+def _variant(name: str) -> Variant:
+    for variant in available_variants():
+        if variant.name == name:
+            return variant
+    names = [v.name for v in available_variants()]
+    raise ValueError(f"native variant {name!r} cannot run on this CPU; available: {names}")
 
 
 def _compiler() -> str | None:
@@ -43,96 +127,174 @@ def _compiler() -> str | None:
     return None
 
 
-def _cpu_flags() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith(("flags", "Features")):
-                    return line
-    except OSError:
-        pass
-    return platform.processor()
+def _sources() -> list[Path]:
+    return sorted(_SOURCE_DIR.glob("*.cpp"))
 
 
-def _key(compiler: str, flags: list[str]) -> str:
+def _key(compiler: str, flags: tuple[str, ...]) -> str:
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
                              timeout=60).stdout
     digest = hashlib.sha256()
-    for part in (_SOURCE.read_bytes().decode(), version, " ".join(flags), _cpu_flags(),
-                 platform.machine(), str(_ABI_VERSION)):
+    parts = [source.read_bytes().decode() for source in _sources()]
+    parts += [version, " ".join(flags), " ".join(sorted(cpu_flags())), platform.machine(),
+              str(ABI_VERSION)]
+    for part in parts:
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:20]
 
 
-def build(directory: Path | None = None) -> Path:
-    """Compile the library (or find it cached) and return its path.
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive file lock: one process builds, the others wait and then find the file."""
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _intact(target: Path) -> bool:
+    """True when `target` exists and its sha256 matches the one recorded when it was built."""
+    record = target.with_suffix(".json")
+    if not target.exists() or not record.exists():
+        return False
+    try:
+        expected = json.loads(record.read_text())["sha256"]
+    except (ValueError, KeyError, OSError, TypeError):
+        return False
+    return _sha256(target) == expected
+
+
+def _compile(compiler: str, flags: tuple[str, ...], target: Path) -> str | None:
+    """Compile into `target` (atomically) and record its hash; the error text on failure."""
+    handle, temporary = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(handle)
+    command = [compiler, *_COMMON_FLAGS, *flags, "-o", temporary, *map(str, _sources())]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=_BUILD_SECONDS)
+    if result.returncode != 0:
+        os.unlink(temporary)
+        return f"{' '.join(command)}: {result.stderr.strip()[-2000:]}"
+    digest = _sha256(Path(temporary))
+    os.replace(temporary, target)
+    target.with_suffix(".json").write_text(json.dumps({"sha256": digest, "flags": flags}))
+    return None
+
+
+def build(variant: str | None = None, directory: Path | None = None,
+          rebuild: bool = False) -> Path:
+    """Compile one variant of the library (or find it cached and intact) and return its path.
 
     Args:
+        variant: a name from `available_variants()`; default `default_variant()`.
         directory: where to cache it; default `gnnforge.data.cache_dir() / 'native'`.
+        rebuild: compile even when an intact file is cached.
 
     Raises:
-        RuntimeError: no C++ compiler found, or every flag set failed (compiler output
-            included).
+        RuntimeError: no C++ compiler found, or every flag set failed now or in an earlier
+            process with the same key (compiler output included).
     """
     from gnnforge.data import cache_dir
 
+    spec = _variant(variant or default_variant())
     compiler = _compiler()
     if compiler is None:
         raise RuntimeError("no C++ compiler found (tried $CXX, g++, c++, clang++)")
     directory = Path(directory) if directory is not None else cache_dir() / "native"
     directory.mkdir(parents=True, exist_ok=True)
     errors = []
-    for flags in _FLAG_SETS:
-        target = directory / f"gnnforge_spmm-{_key(compiler, flags)}.so"
-        if target.exists():
-            return target
-        handle, temporary = tempfile.mkstemp(suffix=".so", dir=directory)
-        os.close(handle)
-        result = subprocess.run([compiler, *flags, "-o", temporary, str(_SOURCE)],
-                                capture_output=True, text=True, timeout=_BUILD_SECONDS)
-        if result.returncode == 0:
-            os.replace(temporary, target)
-            return target
-        os.unlink(temporary)
-        errors.append(f"{compiler} {' '.join(flags)}: {result.stderr.strip()[-2000:]}")
-    raise RuntimeError("compiling the native kernels failed:\n" + "\n".join(errors))
+    for flags in spec.flags:
+        stem = f"gnnforge_native-{spec.name}-{_key(compiler, flags)}"
+        target, failed = directory / f"{stem}.so", directory / f"{stem}.failed"
+        with _locked(directory / f".{stem}.lock"):
+            if not rebuild and _intact(target):
+                return target
+            if failed.exists() and not rebuild:
+                errors.append(failed.read_text())
+                continue
+            if target.exists():
+                warnings.warn(f"gnnforge.ops: cached native library {target} does not match "
+                              f"the hash recorded when it was built; rebuilding it",
+                              RuntimeWarning, stacklevel=2)
+            error = _compile(compiler, flags, target)
+            if error is None:
+                return target
+            failed.write_text(error)
+            errors.append(error)
+    raise RuntimeError(f"compiling the native kernels ({spec.name}) failed:\n"
+                       + "\n".join(errors))
 
 
-@functools.lru_cache(maxsize=1)
-def load() -> ctypes.CDLL | None:
-    """The loaded library with its prototypes set, or None (warned once) when unavailable."""
+def _missing_symbols(library: ctypes.CDLL) -> list[str]:
+    return [name for name in PROTOTYPES if not hasattr(library, name)]
+
+
+def _open(path: Path) -> ctypes.CDLL:
+    """dlopen `path` and check it: every symbol present, the ABI version ours."""
+    library = ctypes.CDLL(str(path))
+    missing = _missing_symbols(library)
+    if missing:
+        raise _Incomplete(f"{path} lacks {', '.join(missing)}")
+    library.gf_abi_version.restype = ctypes.c_int
+    if library.gf_abi_version() != ABI_VERSION:
+        raise _Incomplete(f"{path} has ABI version {library.gf_abi_version()}, "
+                          f"expected {ABI_VERSION}")
+    for name, (argtypes, restype) in PROTOTYPES.items():
+        function = getattr(library, name)
+        function.argtypes, function.restype = argtypes, restype
+    return library
+
+
+class _Incomplete(RuntimeError):
+    """A library that loaded but does not export what this version of gnnforge calls."""
+
+
+def _fresh_copy(path: Path) -> Path:
+    """A rebuilt library under a new name: dlopen returns an already loaded path's old
+    mapping, so a library replaced in this process must be opened under another name."""
+    handle, copy = tempfile.mkstemp(suffix=".so", dir=path.parent, prefix="reload-")
+    os.close(handle)
+    shutil.copyfile(path, copy)
+    return Path(copy)
+
+
+@functools.lru_cache(maxsize=None)
+def load(variant: str | None = None) -> ctypes.CDLL | None:
+    """One variant's loaded library with its prototypes set, or None (warned once).
+
+    Args:
+        variant: a name from `available_variants()`; default `default_variant()`.
+    """
+    name = variant or default_variant()
     if os.environ.get("GNNFORGE_NATIVE", "1") == "0":
-        _reason.append("disabled by GNNFORGE_NATIVE=0")
+        _reasons[name] = "disabled by GNNFORGE_NATIVE=0"
         return None
     import torch  # noqa: F401  (its libgomp must be loaded first so both share one runtime)
 
     try:
-        library = ctypes.CDLL(str(build()))
-        if library.gf_abi_version() != _ABI_VERSION:
-            raise RuntimeError(f"ABI version {library.gf_abi_version()} != {_ABI_VERSION}")
-    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
-        _reason.append(f"{type(error).__name__}: {error}")
-        warnings.warn(f"gnnforge.ops: native kernels unavailable, using the numba backend "
-                      f"({_reason[-1]})", RuntimeWarning, stacklevel=3)
+        try:
+            return _open(build(name))
+        except _Incomplete as error:
+            warnings.warn(f"gnnforge.ops: {error}; rebuilding the native library",
+                          RuntimeWarning, stacklevel=2)
+            path = build(name, rebuild=True)
+            copy = _fresh_copy(path)
+            try:
+                return _open(copy)
+            finally:
+                copy.unlink()  # the mapping stays valid after the file is gone
+    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as error:
+        _reasons[name] = f"{type(error).__name__}: {error}"
+        warnings.warn(f"gnnforge.ops: native kernels ({name}) unavailable, using other "
+                      f"backends ({_reasons[name]})", RuntimeWarning, stacklevel=3)
         return None
-    _prototypes(library)
-    return library
 
 
-def unavailable_reason() -> str | None:
-    """Why `load()` returned None (after it was called), else None."""
-    return _reason[-1] if _reason else None
-
-
-def _prototypes(library: ctypes.CDLL) -> None:
-    pointer, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-    library.gf_spmm_copy.argtypes = [i32, i32, pointer, pointer, pointer, pointer, pointer,
-                                     i64, i64, i32, i32]
-    library.gf_mean_grad.argtypes = [i32, i32, pointer, pointer, pointer, pointer, pointer,
-                                     i64, i64, i64, i32]
-    library.gf_extreme_grad.argtypes = [i32, i32, pointer, pointer, pointer, pointer,
-                                        pointer, i64, i64, i64, i32]
-    library.gf_advise_huge.argtypes = [pointer, i64]
-    for name in ("gf_spmm_copy", "gf_mean_grad", "gf_extreme_grad", "gf_advise_huge"):
-        getattr(library, name).restype = None
+def unavailable_reason(variant: str | None = None) -> str | None:
+    """Why `load(variant)` returned None (after it was called), else None."""
+    return _reasons.get(variant or default_variant())

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 DESCRIPTION = "tuple packing of small graphs: plan, limit search (--search) or report (--report)"
 
@@ -47,6 +49,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _load_sizes(source: str) -> np.ndarray:
     from pathlib import Path
 
+    import numpy as np
+
     from gnnforge.packing._sources import size_sources
 
     sources = size_sources()
@@ -62,6 +66,8 @@ def _load_sizes(source: str) -> np.ndarray:
 def _run_search(args: argparse.Namespace, sizes: np.ndarray, cap: int | None) -> int:
     from gnnforge.packing._histogram import size_histogram
     from gnnforge.packing._search import search_limits
+
+    import numpy as np
 
     largest = sizes.max(axis=0)
     nodes = sorted({int(np.ceil(largest[0] * f)) for f in args.node_factors if f >= 1})

@@ -13,12 +13,10 @@ DESCRIPTION = "composition planner: explain layer plans (--explain) or profile c
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from gnnforge.plan._explain import LAYER_EXPRESSIONS
-
     parser.add_argument("--explain", action="store_true",
                         help="print every enumerated tree, its primitives and pruning verdict")
-    parser.add_argument("--layer", choices=sorted(LAYER_EXPRESSIONS), action="append",
-                        help="layer(s) to explain (default: all)")
+    parser.add_argument("--layer", action="append",
+                        help="layer(s) to explain, e.g. gcn, gat (default: all)")
     parser.add_argument("--kept-only", action="store_true", help="hide dropped trees")
     sub = parser.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
     profile = sub.add_parser("profile", help="time primitives here and fit cost models",
@@ -49,6 +47,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _explain(args: argparse.Namespace) -> int:
     from gnnforge.plan._explain import LAYER_EXPRESSIONS, explain
 
+    unknown = sorted(set(args.layer or ()) - set(LAYER_EXPRESSIONS))
+    if unknown:
+        print(f"gnnforge plan: error: unknown --layer {unknown[0]!r}; choose from "
+              f"{', '.join(sorted(LAYER_EXPRESSIONS))}", file=sys.stderr)
+        return 2
     for name in args.layer or sorted(LAYER_EXPRESSIONS):
         print(f"==== {name}")
         print(explain(LAYER_EXPRESSIONS[name](), show_dropped=not args.kept_only))
@@ -101,6 +104,7 @@ def _calibrate(records: list[dict], samples: int, overheads: dict,
 
 def _profile(args: argparse.Namespace) -> int:
     from gnnforge.plan._cost import MODELS_DIR
+    from gnnforge.plan._fingerprint import fingerprint
     from gnnforge.plan._profile import fit, held_out_errors, limit_threads
 
     limit_threads(args.threads)
@@ -123,7 +127,9 @@ def _profile(args: argparse.Namespace) -> int:
                   "layer_overhead_s": overheads,
                   "command": "gnnforge plan " + " ".join(sys.argv[2:]) if len(sys.argv) > 2
                   else "gnnforge plan profile",
-                  "torch_threads": args.threads}
+                  "torch_threads": args.threads,
+                  # what the timings depend on: planning measures instead where it differs
+                  "fingerprint": _records_fingerprint(records, fingerprint())}
     out = args.out or MODELS_DIR
     model.save(out)
     print(f"{len(records)} timings on {len(model.info['graphs'])} graphs; "
@@ -136,6 +142,22 @@ def _profile(args: argparse.Namespace) -> int:
               f"{e['mean_rel_error']:9.1%} {e['within_1_5x']:7.1%} {e['log_rms']:8.3f}")
     _print_calibration(calibration, model)
     return 0
+
+
+def _records_fingerprint(records: list[dict], here: dict) -> dict:
+    """The fingerprint of the process(es) that timed `records` (chunks timed elsewhere
+    are fitted here): theirs when they all agree, this process's when none has one.
+
+    Raises:
+        SystemExit: when chunks were timed on different configurations.
+    """
+    prints = {json.dumps(r["fingerprint"], sort_keys=True) for r in records
+              if r.get("fingerprint")}
+    if len(prints) > 1:
+        print("gnnforge plan profile: the records were timed on different configurations "
+              f"({len(prints)} fingerprints); fit chunks of one machine only", file=sys.stderr)
+        raise SystemExit(2)
+    return json.loads(prints.pop()) if prints else here
 
 
 def _print_calibration(calibration: list[dict], model) -> None:

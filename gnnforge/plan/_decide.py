@@ -33,7 +33,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-__all__ = ["Calls", "Rule", "choose", "gain_spread"]
+__all__ = ["Calls", "Rule", "choose", "gain_spread", "in_doubt"]
 
 T = TypeVar("T")
 # A plan's primitive calls: key (primitive, bound sizes) -> (primitive, seconds each, count,
@@ -127,3 +127,26 @@ def choose(plans: Sequence[T], costs: Sequence[float], margin: float = 0.0,
         if score > bound * (1 + _TIE) + _TIE:
             best, bound = j, score
     return plans[best]
+
+
+def in_doubt(costs: Sequence[float], spreads: Sequence[float], caution: float) -> list[int]:
+    """Indices of the candidates that may be the fastest, given the predictions' errors.
+
+    Candidate j's gain over the default is known to within caution x spreads[j]; the best
+    lower bound (the default's is 0) is what any candidate must be able to reach: j
+    survives when its gain plus caution x spread does. One survivor: the prediction is
+    trusted. Several: the predicted gain is within the models' error, and the planner
+    measures them (`_race.Race`). Ordered by predicted cost, the cheapest first.
+
+    Raises:
+        ValueError: for a negative caution or lengths that differ.
+    """
+    if caution < 0 or len(costs) != len(spreads) or not costs:
+        raise ValueError(f"in_doubt: need one spread per cost (got {len(spreads)} for "
+                         f"{len(costs)}) and a caution >= 0 (got {caution})")
+    gains = [math.log(costs[0] / c) for c in costs]
+    spread = [0.0, *spreads[1:]]
+    floor = max(g - caution * s for g, s in zip(gains, spread))
+    alive = [j for j, (g, s) in enumerate(zip(gains, spread))
+             if g + caution * s >= floor - _TIE]
+    return sorted(alive, key=lambda j: (costs[j], j))

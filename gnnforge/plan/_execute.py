@@ -8,7 +8,7 @@ edge weights `[E, H, 1]` against features `[N, H or 1, C]`. Weight leaves arrive
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -26,6 +26,12 @@ __all__ = ["Structure", "evaluate", "gcn_structure"]
 class Structure:
     """A graph prepared for a layer: the kernel-protocol object and GCN's D^-1/2 factors.
 
+    Prepared once per graph and shared by every layer that runs on it
+    (`gnnforge.nn._planned.prepared_structure`), so what is derived from the graph alone
+    (self-loops, degrees, GCN's edge normalisation, the planner's graph features) is
+    computed once per graph, not once per layer and epoch: PyG's `cached=True`, made
+    safe by keying on the graph object.
+
     Attributes:
         graph: any object with num_src_nodes/num_dst_nodes/coo/csr/csc.
         inv_sqrt_src: [Ns] float, d_u^-1/2 of each source (0 where d_u = 0), or None
@@ -33,12 +39,33 @@ class Structure:
         inv_sqrt_dst: [Nd] float, d_v^-1/2 of each destination, or None.
         edge_weight: [E] float weights of A's entries in edge-id order (None: all 1); the
             degrees above are then weighted degrees (PyG's gcn_norm with edge_weight).
+        memo: values derived from the graph on first use ("edge_norm", "features").
     """
 
     graph: Any
     inv_sqrt_src: Tensor | None = None
     inv_sqrt_dst: Tensor | None = None
     edge_weight: Tensor | None = None
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def edge_norm(self) -> Tensor:
+        """[E, 1] GCN's edge weights d_u^-1/2 a_e d_v^-1/2 (an SDDMM), computed once.
+
+        Without edge weights these are constants of the graph (degrees carry no gradient),
+        so one tensor serves every layer, forward and backward, for as long as the
+        structure is cached. A weighted structure is built per call and keeps autograd, so
+        gradients reach the weights through a_e and the degrees.
+        """
+        if "edge_norm" not in self.memo:
+            if self.edge_weight is None:
+                with torch.inference_mode(False), torch.no_grad():  # usable by any later call
+                    self.memo["edge_norm"] = ops.gsddmm(self.graph, "mul", self.inv_sqrt_src,
+                                                        self.inv_sqrt_dst, "u", "v")
+            else:
+                norm = ops.gsddmm(self.graph, "mul", self.inv_sqrt_src, self.inv_sqrt_dst,
+                                  "u", "v")
+                self.memo["edge_norm"] = norm * self.edge_weight.reshape(norm.shape)
+        return self.memo["edge_norm"]
 
 
 def _inv_sqrt(degree: Tensor, dtype: torch.dtype) -> Tensor:
@@ -79,7 +106,6 @@ class _Evaluator:
         self.leaves = leaves
         self.memo: dict[Node, Tensor] = {}
         self.unscaled: dict[Node, Tensor] = {}  # dynamic Â: A (D^-1/2 M) before the left factor
-        self._edge_norm: Tensor | None = None
 
     def value(self, node: Node) -> Tensor:
         if node not in self.memo:
@@ -153,7 +179,7 @@ class _Evaluator:
             return self._spmm(self.value(node.inputs[1]), self.structure.edge_weight)
         if self.norm == "precompute":
             return ops.u_mul_e_sum(self.graph, self.value(node.inputs[1]),
-                                   self._norm_edge_weights())
+                                   self.structure.edge_norm())
         return self._unscaled(node) * _rows(self.structure.inv_sqrt_dst)
 
     def _spmm(self, value: Tensor, weight: Tensor | None) -> Tensor:
@@ -173,15 +199,6 @@ class _Evaluator:
                 scaled = self.value(right) * _rows(self.structure.inv_sqrt_src)
             self.unscaled[node] = self._spmm(scaled, self.structure.edge_weight)
         return self.unscaled[node]
-
-    def _norm_edge_weights(self) -> Tensor:
-        if self._edge_norm is None:  # the SDDMM w_e = d_u^-1/2 d_v^-1/2 (x a_e), once per run
-            self._edge_norm = ops.gsddmm(self.graph, "mul", self.structure.inv_sqrt_src,
-                                         self.structure.inv_sqrt_dst, "u", "v")  # [E, 1]
-            if self.structure.edge_weight is not None:
-                weight = self.structure.edge_weight
-                self._edge_norm = self._edge_norm * weight.reshape(self._edge_norm.shape)
-        return self._edge_norm
 
 
 def _dense_matmul(left: Tensor, right: Tensor, left_is_weight: bool) -> Tensor:

@@ -22,8 +22,8 @@ from gnnforge.plan._decide import Rule, choose, gain_spread
 from gnnforge.plan._features import graph_features
 from gnnforge.plan._primitives import Composition, bind, primitives
 
-__all__ = ["LayerDecision", "Plan", "choose", "cost_plans", "layer_candidates", "optimize",
-           "planned_layers", "predict_calls"]
+__all__ = ["LayerDecision", "Plan", "choose", "cost_plans", "decide_layers",
+           "layer_candidates", "layer_symbols", "optimize", "planned_layers", "predict_calls"]
 
 _DEFAULT_MODEL: CostModel | None = None
 
@@ -105,20 +105,25 @@ def _with_self_loops(features: dict[str, float], num_loops: int) -> dict[str, fl
 
 def predict_calls(plans: list[list[Composition]], symbols: list[dict[str, float]],
                   features: list[dict[str, float]], training: bool,
-                  model: CostModel) -> list[list[dict]]:
+                  model: CostModel, amortized: list[bool] | None = None) -> list[list[dict]]:
     """Each plan's primitive calls with their predicted seconds (`_decide.Calls`).
 
     Batched: one model walk for every distinct primitive call of every plan of every
     layer (a call shared by several plans, such as the projection GEMM, is predicted once).
+    `amortized[i]`: layer i runs on a fixed graph, so calls made once per graph (GCN's
+    edge normalisation, cached with the graph) cost nothing per iteration.
     """
     calls: dict[tuple, int] = {}  # (layer's features, primitive, bound sizes) -> call number
     names, rows, works, widths = [], [], [], []
     members = []  # per layer, per plan: {call number: count}
-    for layer_plans, values, graph in zip(plans, symbols, features):
+    amortized = amortized or [False] * len(plans)
+    for layer_plans, values, graph, fixed in zip(plans, symbols, features, amortized):
         members.append([])
         for plan in layer_plans:
             counts: dict[int, int] = {}
             for prim in _primitives(plan):
+                if prim.once and fixed:
+                    continue
                 sizes = tuple((size, bind(dims, values)) for size, dims in prim.sizes)
                 key = (id(graph), prim.name, sizes)
                 if key not in calls:
@@ -158,17 +163,69 @@ def _spreads(calls: list[dict], cost_model: Any) -> list[float]:
     return [0.0] + [gain_spread(calls[0], plan, scales, correlations) for plan in calls[1:]]
 
 
+def layer_symbols(layer: nn.Module, features: dict[str, float]) -> dict[str, float]:
+    """The layer's width symbols bound with the graph's sizes."""
+    return {**layer.plan_symbols(), "Nd": features["num_dst_nodes"],
+            "Ns": features["num_src_nodes"], "E": features["num_edges"]}
+
+
+def decide_layers(layers: list[tuple[str, nn.Module]], features: list[dict[str, float]],
+                  training: bool, cost_model: Any, rule: Rule,
+                  amortized: list[bool] | None = None) -> list[LayerDecision]:
+    """Cost every candidate of every layer (one batched prediction) and choose.
+
+    Args:
+        layers: (name, layer) pairs. features: per layer, the graph it runs on (after
+            its self-loop handling). amortized: per layer, whether the graph is fixed
+            (once-per-graph calls are then free).
+    """
+    plans = [layer_candidates(layer) for _, layer in layers]
+    symbols = [layer_symbols(layer, f) for (_, layer), f in zip(layers, features)]
+    calls = predict_calls(plans, symbols, features, training, cost_model, amortized)
+    fixed = getattr(cost_model, "layer_overhead", lambda layer, training: 0.0)
+    decisions = []
+    for (name, layer), layer_plans, layer_calls in zip(layers, plans, calls):
+        extra = fixed(type(layer).__name__, training)  # the same for every plan
+        costs = [extra + sum(call[1] * call[2] for call in c.values()) for c in layer_calls]
+        for c in layer_calls:  # a call every plan makes: shrinks gains to their real size
+            c["layer"] = ("layer", extra, 1, 0)
+        spreads = _spreads(layer_calls, cost_model)
+        pick = choose(layer_plans, costs, rule.margin, spreads, rule.caution)
+        symbols_ = layer.plan_symbols()
+        decisions.append(LayerDecision(name, type(layer).__name__, (symbols_["I"], symbols_["O"]),
+                                       tuple(zip(layer_plans, costs)), pick,
+                                       default_composition(layer.plan_expression()),
+                                       tuple(spreads)))
+    return decisions
+
+
+def _layer_graphs(layers: list, graph: Any) -> list[Any]:
+    """The graph each planned layer runs on: `graph` for all, or one block per layer."""
+    if not isinstance(graph, list | tuple):
+        return [graph] * len(layers)
+    if len(graph) != len(layers):
+        names = ", ".join(name for name, _ in layers)
+        raise ValueError(f"optimize: got {len(graph)} graphs or blocks for {len(layers)} "
+                         f"planned layers ({names}); pass one per planned layer, in order")
+    return list(graph)
+
+
 def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
              cost_model: CostModel | None = None, margin: float | None = None,
              caution: float | None = None, apply: bool = True) -> Plan:
     """Choose each planned layer's composition for `graph` and set `layer.plan`.
 
-    Every layer is assumed to run on `graph` (full-graph training or inference). The cost
-    of a plan is the sum of its primitives' predicted costs (SENSEi, Lenadora et al.).
+    The cost of a plan is the sum of its primitives' predicted costs (SENSEi, Lenadora
+    et al.). Layers left at `plan="auto"` plan themselves on first use (and measure when
+    the models are in doubt); `optimize` is the explicit, prediction-only form, for a
+    plan chosen ahead of time or printed.
 
     Args:
-        model: a module containing GCNConv/SGConv/TAGConv/GATConv/GATv2Conv layers.
-        graph: the Graph (or block) the layers will run on.
+        model: a module containing planned layers (GCNConv, SGConv, TAGConv, GATConv,
+            GATv2Conv, SAGEConv, ...).
+        graph: the Graph (or block) every layer runs on, or a list with one graph or
+            sampler block per planned layer, in module order (sampled training: layer l
+            runs on blocks[l]).
         training: cost forward + backward (default: `model.training`).
         cost_model: defaults to the models shipped with gnnforge.
         margin: log-gain the cautious gain must exceed to leave the default plan (see
@@ -183,47 +240,31 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
         A printable Plan with each layer's candidates, predicted costs and choice.
 
     Raises:
-        ValueError: when the model has no planned layer.
+        ValueError: when the model has no planned layer, or a list of blocks does not
+            have one block per planned layer.
     """
     layers = planned_layers(model)
     if not layers:
         raise ValueError(f"optimize: {type(model).__name__} has no layer that runs a plan "
-                         "(GCNConv, SGConv, TAGConv, GATConv, GATv2Conv)")
+                         "(GCNConv, SGConv, TAGConv, GATConv, GATv2Conv, SAGEConv)")
+    graphs = _layer_graphs(layers, graph)
     training = model.training if training is None else training
     cost_model = _default_model() if cost_model is None else cost_model
     start = time.perf_counter()
-    raw = graph_features(graph)
-    looped = raw
-    if isinstance(graph, Graph) and any(getattr(m, "add_self_loops", False) for _, m in layers):
-        looped = _with_self_loops(raw, int(raw["num_self_loops"]))
-    features, symbols, plans = [], [], []
-    for _, layer in layers:
-        feats = looped if getattr(layer, "add_self_loops", False) else raw
-        features.append(feats)
-        symbols.append({**layer.plan_symbols(), "Nd": feats["num_dst_nodes"],
-                        "Ns": feats["num_src_nodes"], "E": feats["num_edges"]})
-        plans.append(layer_candidates(layer))
-    calls = predict_calls(plans, symbols, features, training, cost_model)
-    fixed = getattr(cost_model, "layer_overhead", lambda layer, training: 0.0)
+    raw_by_graph: dict[int, dict[str, float]] = {}
+    features = []
+    for (_, layer), g in zip(layers, graphs):
+        if id(g) not in raw_by_graph:
+            raw_by_graph[id(g)] = graph_features(g)
+        raw = raw_by_graph[id(g)]
+        looped = isinstance(g, Graph) and getattr(layer, "add_self_loops", False)
+        features.append(_with_self_loops(raw, int(raw["num_self_loops"])) if looped else raw)
     rule = _rule(cost_model, margin, caution)
-    costs, chosen, spreads = [], [], []
-    for (_, layer), layer_plans, layer_calls in zip(layers, plans, calls):
-        extra = fixed(type(layer).__name__, training)  # the same for every plan
-        costs.append([extra + sum(call[1] * call[2] for call in c.values())
-                      for c in layer_calls])
-        for c in layer_calls:  # a call every plan makes: shrinks gains to their real size
-            c["layer"] = ("layer", extra, 1, 0)
-        spreads.append(_spreads(layer_calls, cost_model))
-        chosen.append(choose(layer_plans, costs[-1], rule.margin, spreads[-1], rule.caution))
+    decisions = decide_layers(layers, features, training, cost_model, rule,
+                              [isinstance(g, Graph) for g in graphs])
     overhead = time.perf_counter() - start
-    decisions = []
-    for (name, layer), layer_plans, layer_costs, pick, spread in zip(layers, plans, costs, chosen,
-                                                                    spreads):
-        if apply:
-            layer.plan = pick
-        symbols_ = layer.plan_symbols()
-        decisions.append(LayerDecision(name, type(layer).__name__, (symbols_["I"], symbols_["O"]),
-                                       tuple(zip(layer_plans, layer_costs)), pick,
-                                       default_composition(layer.plan_expression()),
-                                       tuple(spread)))
-    return Plan(tuple(decisions), training, overhead, raw, rule.margin, rule.caution)
+    if apply:
+        for (_, layer), decision in zip(layers, decisions):
+            layer.plan = decision.chosen
+    return Plan(tuple(decisions), training, overhead, raw_by_graph[id(graphs[0])],
+                rule.margin, rule.caution)

@@ -37,10 +37,15 @@ Size = tuple[Dim, ...]  # a product of symbols and ints
 
 @dataclass(frozen=True)
 class Primitive:
-    """One primitive call: its name and sizes (each a product of symbols)."""
+    """One primitive call: its name and sizes (each a product of symbols).
+
+    `once`: the call depends on the graph alone (GCN's edge normalisation), so it runs
+    once per graph and its cost vanishes over the epochs of a fixed graph.
+    """
 
     name: str
     sizes: tuple[tuple[str, Size], ...]
+    once: bool = False
 
     def __str__(self) -> str:
         text = ", ".join(f"{k}={'*'.join(map(str, v))}" for k, v in self.sizes)
@@ -58,8 +63,8 @@ class Composition:
         return render(self.tree) + (f"  [Â {self.norm}]" if self.norm else "")
 
 
-def _prim(name: str, **sizes: Size) -> Primitive:
-    return Primitive(name, tuple(sorted(sizes.items())))
+def _prim(name: str, once: bool = False, **sizes: Size) -> Primitive:
+    return Primitive(name, tuple(sorted(sizes.items())), once)
 
 
 def _width(node: Node) -> Size:
@@ -123,7 +128,7 @@ def primitives(composition: Composition) -> list[Primitive]:
     out: list[Primitive] = []
     nodes = subtrees(composition.tree)
     if composition.norm == "precompute" and any(n.kind == "normadj" for n in nodes):
-        out.append(_prim("sddmm", f=(1,)))  # w_e = d_v^-1/2 d_u^-1/2, once per run
+        out.append(_prim("sddmm", once=True, f=(1,)))  # w_e = d_v^-1/2 d_u^-1/2, per graph
     needed = {composition.tree}  # nodes whose own (scaled) value some consumer reads
     for node in nodes:
         fused = is_dynamic_propagation(node, composition.norm)

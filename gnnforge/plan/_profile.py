@@ -135,10 +135,14 @@ def collect(graphs: Iterable[SuiteGraph], config: ProfileConfig = ProfileConfig(
     """Time every primitive on every graph (with one self-loop per node, as layers see it).
 
     Returns:
-        One record per call: graph, family, primitive, training, sizes, features, seconds.
+        One record per call: graph, family, primitive, training, sizes, features, seconds
+        and the fingerprint of the process that timed it.
     """
+    from gnnforge.plan._fingerprint import fingerprint
+
     records = []
     graphs = list(graphs)
+    machine = fingerprint()  # recorded with every timing: chunks may be fitted elsewhere
     bar = tqdm(total=len(graphs) * len(config.modes), desc="profile", disable=not progress)
     for name, family, raw in graphs:
         graph = raw.remove_self_loops().add_self_loops()
@@ -155,7 +159,7 @@ def collect(graphs: Iterable[SuiteGraph], config: ProfileConfig = ProfileConfig(
                 seconds = time_call(_runner(forward, training), config.repeats)
                 records.append(dict(graph=name, family=family, primitive=primitive,
                                     training=training, sizes=sizes, features=features,
-                                    seconds=seconds))
+                                    seconds=seconds, fingerprint=machine))
             bar.update()
     bar.close()
     return records

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -13,8 +14,53 @@ from gnnforge.sampling._block import Block
 from gnnforge.sampling._kernels import compact
 from gnnforge.sampling._variates import VariateKey
 
-# One layer: (csr arrays, frontier, layer index, layer key) -> (counts, src, eid, weight|None)
-LayerFn = Callable[[tuple, np.ndarray, int, VariateKey], tuple]
+
+
+@dataclass(frozen=True)
+class InEdges:
+    """In-edges of a set of destinations as a CSR whose columns are global vertex ids.
+
+    For a whole graph, row v holds vertex v's in-edges (`nodes` is None). For a partition
+    (`gnnforge.distributed.Partition`), row i holds the in-edges of `nodes[i]`, the part's
+    owned vertices in ascending order; the samplers find a destination's row by binary
+    search, so no array indexed by global id is needed.
+
+    Attributes:
+        rowptr: [rows + 1] int32/int64.
+        col: [E] int32/int64 global source id of each in-edge, in the whole graph's CSR
+            order within a row (so a partition samples exactly what the graph would).
+        eids: [E] int32/int64 id of each edge in the parent graph.
+        num_nodes: vertices of the whole graph.
+        nodes: None, or [rows] int64 sorted global ids of the rows.
+    """
+
+    rowptr: np.ndarray
+    col: np.ndarray
+    eids: np.ndarray
+    num_nodes: int
+    nodes: np.ndarray | None = None
+
+    def rows(self, frontier: np.ndarray) -> np.ndarray:
+        """CSR rows of the destinations `frontier` (global ids).
+
+        Raises:
+            ValueError: when a destination's in-edges are not stored here.
+        """
+        if self.nodes is None:
+            return frontier
+        rows = np.searchsorted(self.nodes, frontier)
+        found = rows < self.nodes.size
+        found[found] = self.nodes[rows[found]] == frontier[found]
+        if not found.all():
+            bad = int(np.flatnonzero(~found)[0])
+            raise ValueError(f"vertex {int(frontier[bad])} is not stored in this partition "
+                             f"(its in-edges live with its owner)")
+        return rows
+
+
+# One layer: (in-edges, rows, frontier, layer index, layer key)
+#   -> (counts, src, eid, weight | None)
+LayerFn = Callable[[InEdges, np.ndarray, np.ndarray, int, VariateKey], tuple]
 
 
 def check_fanouts(name: str, fanouts: Sequence[int]) -> list[int]:
@@ -34,20 +80,30 @@ def check_seeds(graph: Graph, seeds: Tensor | Sequence[int]) -> np.ndarray:
     """Seeds as a contiguous int64 numpy array of distinct ids in [0, num_nodes)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"graph: expected a gnnforge Graph, got {type(graph).__name__}")
+    return check_seed_ids(seeds, graph.num_nodes)
+
+
+def check_seed_ids(seeds: Tensor | Sequence[int], num_nodes: int) -> np.ndarray:
+    """`check_seeds` against a vertex count (for in-edges without a `Graph`)."""
     seeds_t = torch.as_tensor(seeds)
     if seeds_t.dim() != 1 or seeds_t.dtype.is_floating_point or seeds_t.dtype == torch.bool:
         raise ValueError(f"seeds: expected a 1-D integer tensor of node ids, got shape "
                          f"{tuple(seeds_t.shape)} dtype {seeds_t.dtype}")
     array = np.ascontiguousarray(seeds_t.to(torch.int64).cpu().numpy())
     if array.size:
-        bad = np.flatnonzero((array < 0) | (array >= graph.num_nodes))
+        bad = np.flatnonzero((array < 0) | (array >= num_nodes))
         if bad.size:
             raise ValueError(f"seeds[{bad[0]}] = {array[bad[0]]} is out of range "
-                             f"[0, {graph.num_nodes})")
+                             f"[0, {num_nodes})")
         if np.unique(array).size != array.size:
             raise ValueError("seeds contains repeated ids; pass each seed once "
                              "(e.g. torch.unique(seeds))")
     return array
+
+
+def in_edges(graph: Graph) -> InEdges:
+    """The whole graph's in-edges (`csr_arrays`) as an `InEdges`."""
+    return InEdges(*csr_arrays(graph), graph.num_nodes)
 
 
 def csr_arrays(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,22 +120,26 @@ def csr_arrays(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def sample_blocks(graph: Graph, seeds: np.ndarray, key: VariateKey, num_layers: int,
                   layer_fn: LayerFn) -> list[Block]:
-    """Run `layer_fn` from the output layer down; return blocks input layer first."""
-    csr = csr_arrays(graph)
-    local_of = np.full(graph.num_nodes, -1, dtype=np.int64)
+    """Run `layer_fn` from the output layer down; return blocks input layer first.
+
+    Memory follows the batch: every array allocated here is sized by the frontier or the
+    sampled edges, never by num_nodes (compaction uses a batch-sized hash map).
+    """
+    edges = in_edges(graph)
     frontier = seeds
     blocks = []
     for layer in reversed(range(num_layers)):
-        blocks.append(sample_layer(csr, frontier, layer, key, layer_fn, local_of))
+        blocks.append(sample_layer(edges, frontier, layer, key, layer_fn))
         frontier = blocks[-1].src_nodes.numpy()
     return blocks[::-1]
 
 
-def sample_layer(csr: tuple, frontier: np.ndarray, layer: int, key: VariateKey,
-                 layer_fn: LayerFn, local_of: np.ndarray) -> Block:
-    """One compacted block for destinations `frontier` (`local_of`: [N] scratch of -1)."""
-    counts, src, eid, weight = layer_fn(csr, frontier, layer, key.for_layer(layer))
-    col, src_nodes = compact(frontier, src, local_of)
+def sample_layer(edges: InEdges, frontier: np.ndarray, layer: int, key: VariateKey,
+                 layer_fn: LayerFn) -> Block:
+    """One compacted block for destinations `frontier` (global ids)."""
+    rows = edges.rows(frontier)
+    counts, src, eid, weight = layer_fn(edges, rows, frontier, layer, key.for_layer(layer))
+    col, src_nodes = compact(frontier, src)
     return make_block(src_nodes, counts, col, eid, weight)
 
 
@@ -107,7 +167,7 @@ class LayerwiseSampler:
     """Base of the samplers that run one kernel per layer from the seeds down.
 
     Subclasses provide `num_layers` and `layer_fn(graph)` (the per-layer kernel call
-    `(csr, frontier, layer, layer_key) -> (counts, src, eid, weight)`).
+    `(in_edges, rows, frontier, layer, layer_key) -> (counts, src, eid, weight)`).
     """
 
     num_layers: int

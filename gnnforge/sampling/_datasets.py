@@ -13,22 +13,38 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from gnnforge.data import CleanOptions, clean_graph, load_dataset, rmat
+from gnnforge.data import load_dataset
 from gnnforge.graph import Graph
 
-# name here -> name in the gnnforge.data registry (None: generated, needs no files)
-_REGISTRY_NAMES = {"github": "musae-git", "facebook": "musae-facebook",
-                   "slashdot": "soc-slashdot0902", "rmat": "rmat_s17_e21", "rmat-small": None,
-                   "cora": "cora", "citeseer": "citeseer", "pubmed": "pubmed",
-                   "amazon-cs": "amazon_cs", "amazon-photo": "amazon_photo",
-                   "coauthor-cs": "coauthor_cs", "coauthor-phy": "coauthor_phy",
-                   "enron": "email-enron", "epinions": "soc-epinions1", "hepth": "cit-hepth",
-                   "luxembourg": "luxembourg_osm", "usroads": "usroads-48"}
-GRAPHS = tuple(_REGISTRY_NAMES)
+# Short names used before the graphs took the dataset registry's names (`gnnforge datasets`);
+# still accepted. ("rmat" is the registry's generated 2^14 R-MAT, the former "rmat-small".)
+ALIASES = {"github": "musae-git", "facebook": "musae-facebook", "slashdot": "soc-slashdot0902",
+           "rmat-small": "rmat", "amazon-cs": "amazon_cs", "amazon-photo": "amazon_photo",
+           "coauthor-cs": "coauthor_cs", "coauthor-phy": "coauthor_phy", "enron": "email-enron",
+           "epinions": "soc-epinions1", "hepth": "cit-hepth", "luxembourg": "luxembourg_osm",
+           "usroads": "usroads-48"}
 # every single real graph of shared/datasets (the gnn-benchmark npz copies of Cora and
 # CiteSeer are the Planetoid graphs again, so they are left out)
-REAL_GRAPHS = tuple(n for n, r in _REGISTRY_NAMES.items() if r is not None and n != "rmat")
+REAL_GRAPHS = ("musae-git", "musae-facebook", "soc-slashdot0902", "cora", "citeseer", "pubmed",
+               "amazon_cs", "amazon_photo", "coauthor_cs", "coauthor_phy", "email-enron",
+               "soc-epinions1", "cit-hepth", "luxembourg_osm", "usroads-48")
+GRAPHS = ("rmat", "rmat_s17_e21", *REAL_GRAPHS)
 _UNDIRECTED = dict(symmetrize=True, dedup=True, self_loops="remove")
+
+
+def resolve_name(name: str) -> str:
+    """The registry name of a single graph called `name` (a registry name or an alias).
+
+    Raises:
+        KeyError: an unknown name (with the closest known ones) or a collection of graphs.
+    """
+    from gnnforge.data import find_dataset
+
+    source = find_dataset(ALIASES.get(name.lower(), name))
+    if source.collection:
+        raise KeyError(f"{source.name!r} is a collection of small graphs; sampling needs one "
+                       "graph (e.g. rmat, cora, musae-git)")
+    return source.name
 
 
 @dataclass(frozen=True)
@@ -40,22 +56,16 @@ class LoadedGraph:
 
 
 def load(name: str, feature_dim: int = 128, seed: int = 0) -> LoadedGraph:
-    """One of GRAPHS. Real graphs need shared/datasets; "rmat-small" is generated (2^14 nodes).
+    """A single graph by registry name (or alias), undirected; generated ones need no files.
 
     Raises:
-        ValueError: on an unknown name. FileNotFoundError: when the data folder is absent.
+        KeyError: an unknown name (the message lists the known ones).
     """
-    if name not in GRAPHS:
-        raise ValueError(f"unknown graph {name!r}; choose one of {', '.join(GRAPHS)}")
-    if _REGISTRY_NAMES[name] is None:
-        graph, _ = clean_graph(rmat(14, 2**18, seed=seed), CleanOptions(**_UNDIRECTED))
+    name = resolve_name(name)
+    options = {"seed": seed} if name == "rmat" else {}
+    graph = load_dataset(name, **options, **_UNDIRECTED).graph
+    if name == "rmat":
         return LoadedGraph(name, graph)
-    try:
-        dataset = load_dataset(_REGISTRY_NAMES[name], **_UNDIRECTED)
-    except KeyError as error:
-        raise FileNotFoundError(f"graph {name!r} needs shared/datasets (set GNNFORGE_DATASETS); "
-                                "'rmat-small' works without it") from error
-    graph = dataset.graph
     labels = graph.node_data.get("y")
     features = None
     if "feature_ids" in graph.node_data:

@@ -22,17 +22,22 @@ _SALT_EDGE = 1  # dependent NS, keyed by parent edge id
 _SALT_DRAW = 2  # NS draws, keyed by (seed id, draw index + _SALT_DRAW)
 
 
-@numba.njit(cache=True)
-def _degrees(rowptr, frontier):
-    out = np.empty(frontier.shape[0], dtype=np.int64)
-    for i in range(frontier.shape[0]):
-        out[i] = rowptr[frontier[i] + 1] - rowptr[frontier[i]]
+@numba.njit(cache=True, nogil=True)
+def _degrees(rowptr, rows):
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    for i in range(rows.shape[0]):
+        out[i] = rowptr[rows[i] + 1] - rowptr[rows[i]]
     return out
 
 
-@numba.njit(cache=True)
-def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, mix, dependent):
+@numba.njit(cache=True, nogil=True)
+def neighbor_layer(rowptr, col, eids, rows, frontier, fanout, replace, key_a, key_b, mix,
+                   dependent):
     """Uniform neighbour sampling of one layer.
+
+    `rows[i]` is the CSR row of destination `frontier[i]` (the same array for a whole
+    graph; positions in a partition's owned rows otherwise); the variates are keyed by
+    the global ids, so a partition draws exactly what the whole graph would.
 
     Without replacement a seed of degree d keeps all its in-edges when d <= fanout, else
     `fanout` distinct ones: by Floyd's algorithm (O(fanout) draws) for independent keys,
@@ -45,7 +50,7 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
     with nothing in between, many are in flight at once (about 1.4x faster on R-MAT 2^17
     than gathering inside the drawing loop).
     """
-    degree = _degrees(rowptr, frontier)
+    degree = _degrees(rowptr, rows)
     counts = np.empty(frontier.shape[0], dtype=np.int64)
     for i in range(frontier.shape[0]):
         d = degree[i]
@@ -59,7 +64,7 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
     out = 0
     for i in range(frontier.shape[0]):
         seed = frontier[i]
-        start = np.int64(rowptr[seed])
+        start = np.int64(rowptr[rows[i]])
         d = degree[i]
         k = counts[i]
         if k == d and not replace:
@@ -97,7 +102,7 @@ def neighbor_layer(rowptr, col, eids, frontier, fanout, replace, key_a, key_b, m
     return counts, _gather(col, pos), _gather(eids, pos)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _gather(values, pos):
     """values[pos] as int64 (a tight loop: independent loads overlap)."""
     out = np.empty(pos.shape[0], dtype=np.int64)
@@ -106,23 +111,28 @@ def _gather(values, pos):
     return out
 
 
-@numba.njit(cache=True)
-def labor_layer(rowptr, col, eids, frontier, c, pi, use_pi, key_a, key_b, mix, dependent):
+@numba.njit(cache=True, nogil=True)
+def labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi, num_nodes, key_a, key_b, mix,
+                dependent):
     """LABOR of one layer: edge t -> s kept iff r_t <= min(1, c_s * pi_t).
+
+    `rows[i]` is the CSR row of destination i; `pi_edge` holds pi_t of every in-edge of
+    the destinations in order (from `labor_importance`), so no array indexed by vertex id
+    is needed; `num_nodes` is the graph's (global) vertex count.
 
     Returns the CSR pieces and each kept edge's weight, (1/p_ts) scaled so that a seed's
     weights sum to its number of kept edges (a plain mean of w * h is then the Hajek
     estimate of the full-neighbourhood mean).
 
     r_t is hashed once per vertex into a table when the frontier has at least as many
-    in-edges as the graph has vertices (the deep layers), else once per edge; a first
-    pass marks the kept edges so that no variate is computed twice.
+    in-edges as the graph has vertices (the deep layers; the table is then no larger than
+    the layer's work), else once per edge; a first pass marks the kept edges so that no
+    variate is computed twice.
     """
-    n = frontier.shape[0]
-    num_nodes = rowptr.shape[0] - 1
+    n = rows.shape[0]
     total = 0
     for i in range(n):
-        total += rowptr[frontier[i] + 1] - rowptr[frontier[i]]
+        total += rowptr[rows[i] + 1] - rowptr[rows[i]]
     table = total >= num_nodes
     r = _vertex_variates(num_nodes, key_a, key_b, mix, dependent) if table \
         else np.empty(0, dtype=np.float64)
@@ -130,10 +140,10 @@ def labor_layer(rowptr, col, eids, frontier, c, pi, use_pi, key_a, key_b, mix, d
     counts = np.zeros(n, dtype=np.int64)
     m = 0
     for i in range(n):
-        seed = frontier[i]
-        for j in range(rowptr[seed], rowptr[seed + 1]):
+        row = rows[i]
+        for j in range(rowptr[row], rowptr[row + 1]):
             t = col[j]
-            p = c[i] * (pi[t] if use_pi else 1.0)
+            p = c[i] * (pi_edge[m] if use_pi else 1.0)
             u = r[t] if table else variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX)
             if u <= p:
                 keep[m] = True
@@ -146,14 +156,13 @@ def labor_layer(rowptr, col, eids, frontier, c, pi, use_pi, key_a, key_b, mix, d
     out = 0
     m = 0
     for i in range(n):
-        seed = frontier[i]
+        row = rows[i]
         first = out
         norm = 0.0
-        for j in range(rowptr[seed], rowptr[seed + 1]):
+        for j in range(rowptr[row], rowptr[row + 1]):
             if keep[m]:
-                t = col[j]
-                p = c[i] * (pi[t] if use_pi else 1.0)
-                src[out] = t
+                p = c[i] * (pi_edge[m] if use_pi else 1.0)
+                src[out] = col[j]
                 eid[out] = eids[j]
                 weight[out] = 1.0 / min(1.0, p)
                 norm += weight[out]
@@ -164,7 +173,7 @@ def labor_layer(rowptr, col, eids, frontier, c, pi, use_pi, key_a, key_b, mix, d
     return counts, src, eid, weight
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _vertex_variates(num_nodes, key_a, key_b, mix, dependent):
     """r_t of every vertex for one layer key."""
     r = np.empty(num_nodes, dtype=np.float64)
@@ -173,20 +182,19 @@ def _vertex_variates(num_nodes, key_a, key_b, mix, dependent):
     return r
 
 
-@numba.njit(cache=True)
-def _solve_c(rowptr, col, seed, k, pi):
+@numba.njit(cache=True, nogil=True)
+def _solve_c(local, start, d, k, pi):
     """c_s with sum_t 1 / min(1, c_s pi_t) = d^2 / k: the variance of NS with fanout k.
 
+    `local[start:start + d]` are the local ids (into `pi`) of the seed's in-neighbours.
     Exact: with pi sorted descending, if the m largest are capped at 1 the rest give
     m + S_m / c = d^2/k with S_m = sum of 1/pi over the rest; take the first m whose c
     caps exactly those m.
     """
-    start = rowptr[seed]
-    d = rowptr[seed + 1] - start
     target = d * d / k
     p = np.empty(d, dtype=np.float64)
     for j in range(d):
-        p[j] = pi[col[start + j]]
+        p[j] = pi[local[start + j]]
     p = -np.sort(-p)
     suffix = np.zeros(d + 1, dtype=np.float64)
     for j in range(d - 1, -1, -1):
@@ -199,99 +207,110 @@ def _solve_c(rowptr, col, seed, k, pi):
     return c
 
 
-@numba.njit(cache=True)
-def _expected_vertices(rowptr, col, frontier, c, pi, best):
-    """Sum over touched t of min(1, pi_t * max_s c_s) = E[#sampled sources]; fills best."""
-    for i in range(frontier.shape[0]):
-        seed = frontier[i]
-        for j in range(rowptr[seed], rowptr[seed + 1]):
-            best[col[j]] = 0.0
-    for i in range(frontier.shape[0]):
-        seed = frontier[i]
-        for j in range(rowptr[seed], rowptr[seed + 1]):
-            best[col[j]] = max(best[col[j]], c[i])
+@numba.njit(cache=True, nogil=True)
+def _expected_vertices(offsets, local, c, pi, best):
+    """Sum over touched t of min(1, pi_t * max_s c_s) = E[#sampled sources]; fills best.
+
+    Vertices are summed in order of first appearance (the order of the frontier's edges).
+    """
+    n = c.shape[0]
+    for e in range(local.shape[0]):
+        best[local[e]] = 0.0
+    for i in range(n):
+        for e in range(offsets[i], offsets[i + 1]):
+            best[local[e]] = max(best[local[e]], c[i])
     total = 0.0
-    for i in range(frontier.shape[0]):
-        seed = frontier[i]
-        for j in range(rowptr[seed], rowptr[seed + 1]):
-            t = col[j]
-            if best[t] > 0.0:
-                total += min(1.0, pi[t] * best[t])
-                best[t] = -best[t]  # count each t once
-    for i in range(frontier.shape[0]):
-        seed = frontier[i]
-        for j in range(rowptr[seed], rowptr[seed + 1]):
-            best[col[j]] = abs(best[col[j]])
+    for e in range(local.shape[0]):
+        t = local[e]
+        if best[t] > 0.0:
+            total += min(1.0, pi[t] * best[t])
+            best[t] = -best[t]  # count each t once
+    for e in range(local.shape[0]):
+        best[local[e]] = abs(best[local[e]])
     return total
 
 
-@numba.njit(cache=True)
-def labor_importance(rowptr, col, frontier, fanout, iterations, num_nodes):
+@numba.njit(cache=True, nogil=True)
+def _frontier_edges(rowptr, col, rows):
+    """(offsets [n+1], local [E], num_local): the destinations' in-edges and, per edge, a
+    local id of its source (0..num_local-1 by sorted global id): batch-sized, no [N] array."""
+    n = rows.shape[0]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        offsets[i + 1] = offsets[i] + rowptr[rows[i] + 1] - rowptr[rows[i]]
+    sources = np.empty(offsets[n], dtype=np.int64)
+    for i in range(n):
+        start = rowptr[rows[i]]
+        for e in range(offsets[i], offsets[i + 1]):
+            sources[e] = col[start + e - offsets[i]]
+    order = np.argsort(sources, kind="mergesort")
+    local = np.empty(sources.shape[0], dtype=np.int64)
+    count = 0
+    for q in range(order.shape[0]):
+        if q > 0 and sources[order[q]] != sources[order[q - 1]]:
+            count += 1
+        local[order[q]] = count
+    return offsets, local, count + 1 if order.shape[0] else 0
+
+
+@numba.njit(cache=True, nogil=True)
+def labor_importance(rowptr, col, rows, fanout, iterations):
     """LABOR-* probabilities: fixed-point iterations on (pi, c), Balin & Catalyurek Sec. 3.
 
     Starts at LABOR-0 (pi = 1, c_s = k/d_s) and alternates pi_t <- pi_t * max_s c_s with
     re-solving every c_s for NS's variance, while the expected number of sampled vertices
     drops. An iteration that would raise it is undone, so the result never expects more
-    vertices than LABOR-0. iterations < 0 runs until convergence.
+    vertices than LABOR-0. iterations < 0 runs until convergence. pi lives on the
+    frontier's distinct in-neighbours only (local ids), so memory follows the batch.
 
     Returns:
-        c: [n] per-seed scale; pi: [num_nodes] (meaningful on in-neighbours of the frontier);
-        expected: the expected number of sampled source vertices.
+        c: [n] per-seed scale; pi_edge: [E] pi_t of every in-edge of the destinations, in
+        order (destination by destination, CSR order within one); expected: the expected
+        number of sampled source vertices.
     """
-    n = frontier.shape[0]
-    pi = np.ones(num_nodes, dtype=np.float64)
-    best = np.zeros(num_nodes, dtype=np.float64)
+    n = rows.shape[0]
+    offsets, local, num_local = _frontier_edges(rowptr, col, rows)
+    pi = np.ones(num_local, dtype=np.float64)
+    best = np.zeros(num_local, dtype=np.float64)
     c = np.empty(n, dtype=np.float64)
     for i in range(n):
-        d = rowptr[frontier[i] + 1] - rowptr[frontier[i]]
+        d = offsets[i + 1] - offsets[i]
         c[i] = math.inf if d <= fanout else fanout / d
-    expected = _expected_vertices(rowptr, col, frontier, c, pi, best)
+    expected = _expected_vertices(offsets, local, c, pi, best)
     step = 0
     while step < iterations or iterations < 0:
         step += 1
         old_c = c.copy()
+        old_pi = pi.copy()
         # pi <- pi * max_s c_s on finite c (seeds with d <= k keep everything anyway)
-        marks = 0
-        for i in range(n):
-            marks += rowptr[frontier[i] + 1] - rowptr[frontier[i]]
-        touched = np.empty(marks, dtype=np.int64)
-        m = 0
-        for i in range(n):
-            seed = frontier[i]
-            for j in range(rowptr[seed], rowptr[seed + 1]):
-                touched[m] = col[j]
-                m += 1
-        old_pi = pi[touched]
-        for q in range(m):
-            best[touched[q]] = 0.0
+        best[:] = 0.0
         for i in range(n):
             if math.isinf(c[i]):
                 continue
-            seed = frontier[i]
-            for j in range(rowptr[seed], rowptr[seed + 1]):
-                best[col[j]] = max(best[col[j]], c[i])
-        for q in range(m):
-            t = touched[q]
+            for e in range(offsets[i], offsets[i + 1]):
+                best[local[e]] = max(best[local[e]], c[i])
+        for t in range(num_local):
             if best[t] > 0.0:
                 pi[t] *= best[t]
-                best[t] = -1.0  # multiply once per vertex
         for i in range(n):
             if not math.isinf(c[i]):
-                c[i] = _solve_c(rowptr, col, frontier[i], fanout, pi)
-        now = _expected_vertices(rowptr, col, frontier, c, pi, best)
+                c[i] = _solve_c(local, offsets[i], offsets[i + 1] - offsets[i], fanout, pi)
+        now = _expected_vertices(offsets, local, c, pi, best)
         if not now < expected * (1.0 - 1e-3):  # also stops at expected == 0
             if now > expected:
                 c[:] = old_c
-                for q in range(m):
-                    pi[touched[q]] = old_pi[q]
+                pi[:] = old_pi
             else:
                 expected = now
             break
         expected = now
-    return c, pi, expected
+    pi_edge = np.empty(local.shape[0], dtype=np.float64)
+    for e in range(local.shape[0]):
+        pi_edge[e] = pi[local[e]]
+    return c, pi_edge, expected
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def random_walk_layer(rowptr, col, frontier, walk_length, num_walks, restart_prob, top_k,
                       key_a, key_b, mix, dependent):
     """PinSAGE neighbours: the top_k most visited vertices of walks with restart from each seed.
@@ -350,27 +369,49 @@ def random_walk_layer(rowptr, col, frontier, walk_length, num_walks, restart_pro
     return counts, src[:out], weight[:out]
 
 
-@numba.njit(cache=True)
-def compact(frontier, picked, local_of):
+@numba.njit(cache=True, nogil=True)
+def compact(frontier, picked):
     """Local ids: frontier -> 0..n-1 (in order), then new sources in first-seen order.
 
-    `local_of` is a [num_nodes] int64 scratch array of -1; it is restored before returning.
+    An open-addressing hash map (linear probing, load <= 1/2) sized by the batch, not the
+    graph: memory is O(n + E) whatever num_nodes is. `frontier` must be distinct.
     Returns (col [E] local source ids, src_nodes [n_src] original ids, dst first).
     """
     n = frontier.shape[0]
-    nodes = np.empty(n + picked.shape[0], dtype=np.int64)
+    m = picked.shape[0]
+    bits = 1
+    while (1 << bits) < 2 * (n + m):
+        bits += 1
+    mask = (1 << bits) - 1
+    keys = np.full(1 << bits, -1, dtype=np.int64)
+    values = np.empty(1 << bits, dtype=np.int64)
+    nodes = np.empty(n + m, dtype=np.int64)
     for i in range(n):
-        local_of[frontier[i]] = i
-        nodes[i] = frontier[i]
+        v = frontier[i]
+        h = _slot(v, bits, mask)
+        while keys[h] != -1:
+            h = (h + 1) & mask
+        keys[h] = v
+        values[h] = i
+        nodes[i] = v
     size = n
-    out = np.empty(picked.shape[0], dtype=np.int64)
-    for j in range(picked.shape[0]):
+    out = np.empty(m, dtype=np.int64)
+    for j in range(m):
         v = picked[j]
-        if local_of[v] < 0:
-            local_of[v] = size
+        h = _slot(v, bits, mask)
+        while keys[h] != -1 and keys[h] != v:
+            h = (h + 1) & mask
+        if keys[h] == -1:
+            keys[h] = v
+            values[h] = size
             nodes[size] = v
             size += 1
-        out[j] = local_of[v]
-    for i in range(size):
-        local_of[nodes[i]] = -1
+        out[j] = values[h]
     return out, nodes[:size].copy()
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(v, bits, mask):
+    """Fibonacci hashing: the top `bits` bits of v * 2^64/phi (ids are often clustered)."""
+    return np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)) \
+        & mask

@@ -43,37 +43,41 @@ class LaborSampler(LayerwiseSampler):
         return len(self.fanouts)
 
     def layer_fn(self, graph: Graph):
-        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
+        """The per-layer kernel call `(in_edges, rows, frontier, layer, key) -> picks`."""
+        del graph  # everything comes from the in-edges
         fanouts = self.fanouts
         iterations = self.importance_sampling
-        num_nodes = graph.num_nodes
-        empty_pi = np.ones(0, dtype=np.float64)
 
-        def layer(csr, frontier, index, layer_key):
-            rowptr, col, _ = csr
-            c, pi = self.probabilities(rowptr, col, frontier, fanouts[index], iterations,
-                                       num_nodes)
+        def layer(edges, rows, frontier, index, layer_key):
+            c, pi_edge = self.probabilities(edges.rowptr, edges.col, rows, fanouts[index],
+                                            iterations)
             use_pi = iterations != 0
             counts, src, eid, weight = labor_layer(
-                *csr, frontier, c, pi if use_pi else empty_pi, use_pi, layer_key.key_a,
-                layer_key.key_b, layer_key.mix, layer_key.dependent)
+                edges.rowptr, edges.col, edges.eids, rows, c, pi_edge, use_pi,
+                edges.num_nodes, layer_key.key_a, layer_key.key_b, layer_key.mix,
+                layer_key.dependent)
             return counts, src, eid, weight if use_pi else None
 
         return layer
 
     @staticmethod
-    def probabilities(rowptr: np.ndarray, col: np.ndarray, frontier: np.ndarray, fanout: int,
-                      iterations: int, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-        """(c [n], pi [num_nodes]) of one layer; edge t -> s_i is kept w.p. min(1, c_i pi_t)."""
+    def probabilities(rowptr: np.ndarray, col: np.ndarray, rows: np.ndarray, fanout: int,
+                      iterations: int) -> tuple[np.ndarray, np.ndarray]:
+        """(c [n], pi_edge [E]) of one layer: edge t -> s_i is kept w.p. min(1, c_i pi_t).
+
+        `rows` are the destinations' CSR rows; pi_edge lists pi_t for their in-edges in
+        order (empty for LABOR-0, where pi = 1).
+        """
         if fanout < 0:
-            return np.full(frontier.size, np.inf), np.ones(num_nodes)
+            total = int((rowptr[rows + 1] - rowptr[rows]).sum()) if iterations else 0
+            return np.full(rows.size, np.inf), np.ones(total)
         if iterations == 0:
-            degree = (rowptr[frontier + 1] - rowptr[frontier]).astype(np.float64)
+            degree = (rowptr[rows + 1] - rowptr[rows]).astype(np.float64)
             with np.errstate(divide="ignore"):
                 c = np.where(degree <= fanout, np.inf, fanout / np.maximum(degree, 1))
             return c, np.ones(0)
-        c, pi, _ = labor_importance(rowptr, col, frontier, fanout, iterations, num_nodes)
-        return c, pi
+        c, pi_edge, _ = labor_importance(rowptr, col, rows, fanout, iterations)
+        return c, pi_edge
 
     def __repr__(self) -> str:
         return (f"LaborSampler(fanouts={self.fanouts}, "

@@ -35,13 +35,13 @@ class NeighborSampler(LayerwiseSampler):
         return len(self.fanouts)
 
     def layer_fn(self, graph: Graph):
-        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
+        """The per-layer kernel call `(in_edges, rows, frontier, layer, key) -> picks`."""
         del graph  # uniform picks need only the CSR
         fanouts = self.fanouts
 
-        def layer(csr, frontier, index, layer_key):
+        def layer(edges, rows, frontier, index, layer_key):
             counts, src, eid = neighbor_layer(
-                *csr, frontier, fanouts[index], self.replace, layer_key.key_a,
+                edges.rowptr, edges.col, edges.eids, rows, frontier, fanouts[index], self.replace, layer_key.key_a,
                 layer_key.key_b, layer_key.mix, layer_key.dependent)
             return counts, src, eid, None
 

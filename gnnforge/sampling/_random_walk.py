@@ -46,13 +46,16 @@ class RandomWalkSampler(LayerwiseSampler):
         return self._num_layers
 
     def layer_fn(self, graph: Graph):
-        """The per-layer kernel call `(csr, frontier, layer, layer_key) -> picks` for `graph`."""
+        """The per-layer kernel call `(in_edges, rows, frontier, layer, key) -> picks`."""
         del graph  # walks need only the CSR
 
-        def layer(csr, frontier, index, layer_key):
-            rowptr, col, _ = csr
+        def layer(edges, rows, frontier, index, layer_key):
+            if edges.nodes is not None:
+                raise ValueError("RandomWalkSampler needs the whole graph (walks leave the "
+                                 "partition); use NeighborSampler or LaborSampler on "
+                                 "partitioned data")
             counts, src, weight = random_walk_layer(
-                rowptr, col, frontier, self.walk_length, self.num_walks, self.restart_prob,
+                edges.rowptr, edges.col, frontier, self.walk_length, self.num_walks, self.restart_prob,
                 self.num_neighbors, layer_key.key_a, layer_key.key_b, layer_key.mix,
                 layer_key.dependent)
             return counts, src, np.full(src.size, -1, dtype=np.int64), weight

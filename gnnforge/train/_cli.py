@@ -6,13 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from gnnforge.train._config import NODE_MODES, SAMPLERS, TASKS, ConfigError, TrainConfig
+from gnnforge.train._config import (NODE_MODES, SAMPLERS, TASK_DEFAULTS, TASKS, ConfigError,
+                                     TrainConfig)
 
 DESCRIPTION = ("train a GNN (default: GIN regressing TPSA on RDKit's NCI molecules with "
                "fixed-shape packed batches)")
 
 _HELP = {
-    "task": f"what to train: {', '.join(TASKS)} (default graph)",
+    "task": f"what to train: {', '.join(TASKS)}",
     "dataset": "graph: nci-tpsa (default) or a labelled molecule source/CSV; "
                "node: pubmed (default), cora, citeseer, sbm",
     "epochs": "maximum number of epochs", "lr": "Adam learning rate",
@@ -25,11 +26,11 @@ _HELP = {
     "progress": "show tqdm progress bars",
     "threads": "torch intra-op threads",
     "batch_graphs": "graph task: average graphs per fixed-shape batch",
-    "limit": "graph task: use only the first N molecules (0: all)",
+    "limit": "graph task: use only the first N graphs (0: all)",
     "pool": "graph task: readout, sum or mean",
     "mode": f"node task: {' or '.join(NODE_MODES)}-graph training",
     "model": "node task: sage or gcn layers",
-    "sampler": f"node task, --mode sampled: {' or '.join(SAMPLERS)} (default neighbor)",
+    "sampler": f"node task, --mode sampled: {' or '.join(SAMPLERS)} (default: neighbor)",
     "fanouts": "node task, --mode sampled: neighbours per layer, e.g. 10,10,10",
     "batch_size": "node task, --mode sampled: seed nodes per minibatch",
     "dependent": "node task, --mode sampled: dependent minibatches sharing variates over K "
@@ -61,14 +62,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, type=float, default=None, help=argparse.SUPPRESS)
         elif isinstance(value, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                                help=f"{_HELP[name]} (default {value})")
+                                help=_help(name, value))
         elif isinstance(value, list):
-            parser.add_argument(flag, type=_int_list, default=None,
-                                help=f"{_HELP[name]} (default {','.join(map(str, value))})")
+            parser.add_argument(flag, type=_int_list, default=None, help=_help(name, value))
         else:
             kind = type(value) if value is not None else str
-            parser.add_argument(flag, type=kind, default=None,
-                                help=f"{_HELP[name]} (default {value})")
+            parser.add_argument(flag, type=kind, default=None, help=_help(name, value))
+
+
+def _help(name: str, default: object) -> str:
+    """The flag's help with its default said once; per-task defaults are named."""
+    by_task = {task: values[name] for task, values in TASK_DEFAULTS.items() if name in values}
+    if default is None:
+        return _HELP[name]
+    shown = ",".join(map(str, default)) if isinstance(default, list) else str(default)
+    if isinstance(default, bool):
+        shown = "on" if default else "off"
+    extra = "".join(f"; --task {task}: "
+                    + (",".join(map(str, v)) if isinstance(v, list) else str(v))
+                    for task, v in by_task.items())
+    return f"{_HELP[name]} (default {shown}{extra})"
 
 
 def build_task(config: TrainConfig) -> Any:

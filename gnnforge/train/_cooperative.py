@@ -58,7 +58,9 @@ class CooperativeBatches:
         sampler = (LaborSampler(config.fanouts) if kind == "labor"
                    else NeighborSampler(config.fanouts))
         self.graph, self.config, self.rank, self.world = graph, config, rank, world
-        self.owner = partition_nodes(graph, world, config.partition, seed=config.seed)
+        train_mask = graph.node_data.get("train_mask") if config.partition == "metis" else None
+        self.owner = partition_nodes(graph, world, config.partition, seed=config.seed,
+                                     train_mask=train_mask)
         self.sampler = CooperativeSampler(sampler, self.owner)
         self.keys = DependentKeys(max(config.dependent, 1), seed=config.seed)
         self.store = (FeatureStore(graph.node_data["x"].float(), config.cache_size)

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from gnnforge.plan._auto import PlanPrinter
 from gnnforge.train._checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._log import format_table, write_metrics
@@ -111,6 +112,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     elif world > 1:
         trained = nn.parallel.DistributedDataParallel(model)
     saver = _Saver(path, model, optimizer, task, config, rank, world)
+    report_plans = PlanPrinter()  # the planned layers' choices, once made
 
     while progress.epoch < config.epochs and not progress.stopped_early:
         _train_epoch(config, task, trained, optimizer, progress, saver, history, best_state,
@@ -120,6 +122,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
             best_state = copy.deepcopy(model.state_dict())
         if rank == 0:
             printer(_epoch_line(row, config.epochs))
+            report_plans(model, printer)
         progress.epoch, progress.step = progress.epoch + 1, 0
         progress.loss_sum, progress.items, progress.seconds = 0.0, 0, 0.0
         saver.save(progress, history, best_state)
@@ -127,6 +130,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
             write_metrics(out_dir, history)
     summary = _summary(task, model, best_state, progress, history, config)
     if rank == 0:
+        report_plans(model, printer)
         write_metrics(out_dir, history, summary)
         printer(format_table(list(summary.items()), f"gnnforge train: {task.name}"))
     return summary

@@ -156,11 +156,11 @@ def test_without_a_compiler_numba_runs_and_says_why(tmp_path):
         "    out = ops.copy_u_sum(g, torch.ones(2, 3))\n"
         "assert choose('gspmm', torch.device('cpu')).backend == 'numba'\n"
         "assert out.tolist() == [[1.0] * 3] * 2\n"
-        "print(sum('native kernels unavailable' in str(w.message) for w in caught))\n"
+        "print(sum('unavailable, using other backends' in str(w.message) for w in caught))\n"
         "try:\n"
         "    ops.use_backend('native').__enter__()\n"
         "except RuntimeError as error:\n"
-        "    print('refused', 'compiling the native kernels failed' in str(error))\n"
+        "    print('refused', 'compiling the native kernels' in str(error))\n"
     )
     env = dict(os.environ, CXX="false", GNNFORGE_CACHE=str(tmp_path),
                PATH=str(_bin_with_failing_compilers(tmp_path)), NUMBA_NUM_THREADS="1",

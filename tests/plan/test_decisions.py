@@ -197,7 +197,7 @@ def test_time_plans_interleaves_and_restores_the_plan():
     first, times = time_plans(layer, graph, x, True, plans, samples=3)
     assert set(first) == set(times) == set(plans)
     assert all(len(t) == 3 and min(t) > 0 for t in times.values())
-    assert layer.plan is None and x.grad is None
+    assert layer.plan == "auto" and x.grad is None  # restored
     with pytest.raises(ValueError, match="samples"):
         time_plans(layer, graph, x, False, plans, samples=0)
     _, more = time_plans(layer, graph, x, False, plans, samples=2, min_seconds=60.0,

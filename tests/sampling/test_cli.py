@@ -21,11 +21,11 @@ def main(argv):
 
 def test_sample_curve_prints_table_and_plot(tmp_path, capsys):
     plot = tmp_path / "work.png"
-    assert main(["sample", "--graph", "rmat-small", "--sampler", "ns,labor0", "--fanouts", "5,5",
+    assert main(["sample", "--graph", "rmat", "--sampler", "ns,labor0", "--fanouts", "5,5",
                  "--curve", "--batch-sizes", "64,512", "--batches", "1",
                  "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
-    assert out.count("| rmat-small |") == 4 and plot.stat().st_size > 1000
+    assert out.count("| rmat |") == 4 and plot.stat().st_size > 1000
 
 
 def test_unknown_sampler_is_rejected(capsys):
@@ -35,7 +35,7 @@ def test_unknown_sampler_is_rejected(capsys):
 
 
 def test_work_per_seed_falls_with_batch_size():
-    graph = load("rmat-small").graph
+    graph = load("rmat").graph
     small, large = (measure(graph, "g", "ns", [5, 5], b, 2) for b in (32, 2048))
     assert large.vertices[0] / 2048 < small.vertices[0] / 32  # overlap: concave work
     assert large.vertices_per_epoch < small.vertices_per_epoch

@@ -90,16 +90,22 @@ def test_labor_star_expectation_never_above_labor0():
     rng = np.random.default_rng(0)
     for _ in range(5):
         frontier = rng.choice(graph.num_nodes, 80, replace=False).astype(np.int64)
-        _, _, expected0 = labor_importance(rowptr, col, frontier, 5, 0, graph.num_nodes)
+        _, _, expected0 = labor_importance(rowptr, col, frontier, 5, 0)
         for iterations in (1, 3, -1):
-            c, pi, expected = labor_importance(rowptr, col, frontier, 5, iterations,
-                                               graph.num_nodes)
+            c, pi_edge, expected = labor_importance(rowptr, col, frontier, 5, iterations)
             assert expected <= expected0 + 1e-9
+            offset = 0
             for i, s in enumerate(frontier):  # the variance constraint of NS holds
                 d = rowptr[s + 1] - rowptr[s]
+                pi = pi_edge[offset:offset + d]
+                offset += d
                 if d > 5:
-                    p = np.minimum(1.0, c[i] * pi[col[rowptr[s]:rowptr[s + 1]]])
+                    p = np.minimum(1.0, c[i] * pi)
                     assert np.isclose((1.0 / p).sum(), d * d / 5, rtol=1e-6)
+                sources = col[rowptr[s]:rowptr[s + 1]]  # one pi per vertex, on every edge
+                for t in np.unique(sources):
+                    assert np.ptp(pi[sources == t]) == 0
+            assert offset == pi_edge.size
 
 
 def test_labor_star_weights_normalised_per_destination():

@@ -1,0 +1,295 @@
+"""Planning on by default: a layer whose `plan` is "auto" chooses its composition on
+first use for each (graph, dtype, width, device, training) key and keeps it.
+
+On a key's first call the cost models predict every candidate (`decide_layers`). The
+prediction is trusted when one candidate clearly wins: the models match this machine
+(`_fingerprint`) and no other candidate's gain is within the models' error
+(`_decide.in_doubt`). Otherwise the layer measures: its next calls run the surviving
+candidates on the real input (`_race.Race`, timed by `_trial.timed_call`) and lock in
+the fastest. Both the planning time and the race's cost (what its calls took beyond the
+winner's) are counted in the key's `AutoPlan`; `auto_report(model)` prints them.
+
+The key's graph part is the graph's size in quarter-octaves (sources, destinations,
+edges), not its identity: sampled training makes new blocks every step, of similar
+sizes, and they share one decision; a fixed graph always has the same key.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from gnnforge.graph import Graph
+from gnnforge.plan._candidates import default_composition, is_valid_plan
+from gnnforge.plan._decide import in_doubt
+from gnnforge.plan._execute import Structure
+from gnnforge.plan._features import graph_features
+from gnnforge.plan._fingerprint import fingerprint, mismatches
+from gnnforge.plan._ir import Node
+from gnnforge.plan._optimize import LayerDecision, _default_model, _rule, decide_layers
+from gnnforge.plan._primitives import Composition
+from gnnforge.plan._race import Race
+from gnnforge.plan._trial import timed_call
+
+__all__ = ["AUTO", "DEFAULT", "AutoPlan", "AutoSettings", "PlanPrinter", "auto_plans",
+           "auto_report", "configure_auto", "plan_key", "run_plan"]
+
+AUTO, DEFAULT = "auto", "default"
+_MEASURE_MODES = ("doubt", "always", "never")
+_MAX_RACERS = 3
+
+
+@dataclass(frozen=True)
+class AutoSettings:
+    """How "auto" layers plan (`configure_auto` changes them for the process).
+
+    Attributes:
+        measure: "doubt" (measure on a fingerprint mismatch or when the predicted gain is
+            within the models' error), "always" or "never" (trust the prediction).
+        budget: the measuring overhead allowed, as a fraction of `horizon` iterations.
+        horizon: iterations the budget refers to (a 100-epoch full-graph run: 100).
+        samples: timed runs per candidate while measuring.
+        cost_model: the cost model (None: the shipped models).
+    """
+
+    measure: str = "doubt"
+    budget: float = 0.02
+    horizon: int = 100
+    samples: int = 3
+    cost_model: Any = None
+
+
+_SETTINGS = AutoSettings()
+
+
+def configure_auto(**changes: Any) -> AutoSettings:
+    """Change the auto-planning settings (`AutoSettings` fields); returns the previous
+    ones, so `configure_auto(**vars(previous))` restores them. Decisions already made
+    are kept (a layer's `reset_auto_plans` forgets them).
+
+    Raises:
+        ValueError: for an unknown field or measure mode.
+    """
+    global _SETTINGS
+    unknown = sorted(set(changes) - set(AutoSettings.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"configure_auto: unknown settings {unknown}; known: "
+                         f"{sorted(AutoSettings.__dataclass_fields__)}")
+    if changes.get("measure", _SETTINGS.measure) not in _MEASURE_MODES:
+        raise ValueError(f"configure_auto: measure must be one of {_MEASURE_MODES}, got "
+                         f"{changes['measure']!r}")
+    previous, _SETTINGS = _SETTINGS, replace(_SETTINGS, **changes)
+    return previous
+
+
+@dataclass
+class AutoPlan:
+    """One key's decision: how it was reached, what it cost, and (while measuring) the race.
+
+    Attributes:
+        key: (graph size buckets, dtype, width, device, training, backend).
+        decision: the cost models' prediction (None when there were no models).
+        reason: why it measures ("" when the prediction is trusted).
+        planning_s: seconds spent predicting (features, models, decision).
+        race: the measured selection, or None.
+        plan: the locked-in plan (None while the race runs).
+    """
+
+    key: tuple
+    decision: LayerDecision | None
+    reason: str
+    planning_s: float
+    race: Race | None = None
+    plan: Composition | None = None
+    calls: int = field(default=0)
+
+    @property
+    def overhead_s(self) -> float:
+        """Planning plus what the race's calls took beyond its winner's."""
+        return self.planning_s + (self.race.overhead_s() if self.race is not None else 0.0)
+
+    def next_call(self) -> tuple[Composition, bool]:
+        self.calls += 1
+        if self.plan is not None:
+            return self.plan, False
+        plan, timed = self.race.next_call()
+        return plan, timed
+
+    def record(self, plan: Composition, seconds: float) -> None:
+        if self.race is not None and self.plan is None:
+            self.race.record(plan, seconds)
+            if self.race.done:
+                self.plan = self.race.winner
+
+    def describe(self) -> str:
+        if self.plan is None:
+            runs = sum(len(t) for t in self.race.times.values())
+            return f"measuring ({runs} timed runs so far; {self.reason})"
+        how = f"measured ({self.reason})" if self.race is not None else "predicted"
+        return (f"{self.plan}  [{how}; overhead {self.overhead_s * 1e3:.2f} ms]")
+
+
+def _bucket(count: int) -> int:
+    return round(4 * math.log2(count + 1))
+
+
+def plan_key(graph: Any, x: Tensor, training: bool) -> tuple:
+    """The decision key: graph size (quarter-octaves), dtype, width, device, mode, and the
+    aggregation backend in force (`gnnforge.ops.use_backend` changes costs)."""
+    from gnnforge.ops._dispatch import choose
+
+    backend = choose("gspmm", x.device).backend
+    return (_bucket(graph.num_src_nodes), _bucket(graph.num_dst_nodes),
+            _bucket(graph.coo()[0].numel()), x.dtype, int(x.shape[-1]), x.device.type,
+            training, backend)
+
+
+def _features(structure: Structure) -> dict[str, float]:
+    if "features" not in structure.memo:
+        structure.memo["features"] = graph_features(structure.graph)
+    return structure.memo["features"]
+
+
+def _why_measure(cost_model: Any, device: torch.device) -> str:
+    if _SETTINGS.measure != "doubt":
+        return "measuring forced" if _SETTINGS.measure == "always" else ""
+    if device.type != "cpu":
+        return f"the cost models are for the CPU, this runs on {device.type}"
+    wrong = mismatches(getattr(cost_model, "info", {}).get("fingerprint"), fingerprint())
+    return ("fingerprint mismatch: " + "; ".join(wrong[:3])) if wrong else ""
+
+
+def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
+              training: bool, key: tuple) -> AutoPlan:
+    from gnnforge.plan._optimize import layer_candidates
+
+    device = leaves["X"].device
+    try:
+        cost_model = _SETTINGS.cost_model or _loaded_model()
+    except FileNotFoundError as error:  # no models: measure every candidate
+        plans = layer_candidates(layer)
+        race = Race(plans[:_MAX_RACERS], _SETTINGS.samples, _SETTINGS.budget,
+                    _SETTINGS.horizon)
+        return AutoPlan(key, None, f"no cost models ({error})", 0.0, race, race.winner)
+    start = time.perf_counter()
+    features = _features(structure)
+    decision = decide_layers([(type(layer).__name__, layer)], [features], training,
+                             cost_model, _rule(cost_model, None, None),
+                             [isinstance(structure.graph, Graph)])[0]
+    plans = [c for c, _ in decision.costs]
+    costs = [s for _, s in decision.costs]
+    reason = _why_measure(cost_model, device)
+    if reason:
+        racers = sorted(range(len(plans)), key=lambda j: (costs[j], j))
+    elif _SETTINGS.measure == "never":
+        racers = []
+    else:
+        racers = in_doubt(costs, decision.spreads, _rule(cost_model, None, None).caution)
+        reason = "predicted gain within the models' error" if len(racers) > 1 else ""
+    chosen = plans.index(decision.chosen)
+    racers = [chosen] + [j for j in racers if j != chosen]
+    elapsed = time.perf_counter() - start
+    if len(racers) < 2:
+        return AutoPlan(key, decision, "", elapsed, None, decision.chosen)
+    race = Race([plans[j] for j in racers[:_MAX_RACERS]], _SETTINGS.samples,
+                _SETTINGS.budget, _SETTINGS.horizon)
+    return AutoPlan(key, decision, reason, elapsed, race)
+
+
+STARTUP_S = [0.0]  # once per process: reading the shipped models, loading the tree walk
+
+
+def _loaded_model() -> Any:
+    """The shipped cost model, read (and its compiled walk loaded) once per process; the
+    seconds that took are in `STARTUP_S`, not in any key's planning time."""
+    start = time.perf_counter()
+    model = _default_model()
+    if not STARTUP_S[0]:
+        model.predict("gemm", [[0.0] * 5], [1.0])  # loads numba's cached walk
+        STARTUP_S[0] = time.perf_counter() - start
+    return model
+
+
+def auto_plans(layer: nn.Module) -> dict[tuple, AutoPlan]:
+    """The layer's auto decisions by key (empty before its first auto call)."""
+    return layer.__dict__.setdefault("_auto_plans", {})
+
+
+def _fixed_plan(layer: nn.Module, expression: Node) -> Composition | None:
+    plan = layer.plan
+    if plan is None or plan == DEFAULT:
+        return default_composition(expression)
+    if isinstance(plan, Composition):
+        if not is_valid_plan(expression, plan):
+            raise ValueError(f"{type(layer).__name__}.plan is not a composition of this "
+                             f"layer's expression {expression!r}; got {plan!r}. Use "
+                             "gnnforge.plan.optimize or gnnforge.plan.layer_candidates(layer)")
+        return plan
+    if plan != AUTO:
+        raise ValueError(f"{type(layer).__name__}.plan must be 'auto', 'default' (or None) "
+                         f"or a composition from gnnforge.plan.layer_candidates; got {plan!r}")
+    return None
+
+
+def run_plan(layer: nn.Module, expression: Node, structure: Structure,
+             leaves: dict[str, Tensor], run: Any) -> Tensor:
+    """Run the layer's plan: `run(plan, leaves)` with the plan its `plan` names, or, for
+    "auto", the one planned (or being measured) for this call's key."""
+    fixed = _fixed_plan(layer, expression)
+    if fixed is not None:
+        return run(fixed, leaves)
+    x = leaves["X"]
+    training = layer.training and torch.is_grad_enabled()
+    key = plan_key(structure.graph, x, training)
+    plans = auto_plans(layer)
+    if torch.compiler.is_compiling():  # no timing inside a traced graph
+        entry = plans.get(key)
+        chosen = entry.plan if entry is not None and entry.plan is not None else None
+        return run(chosen or default_composition(expression), leaves)
+    entry = plans.get(key)
+    if entry is None:
+        entry = plans[key] = _new_plan(layer, structure, leaves, training, key)
+    plan, timed = entry.next_call()
+    if not timed:
+        return run(plan, leaves)
+    return timed_call(lambda inputs: run(plan, inputs), leaves,
+                      lambda seconds: entry.record(plan, seconds))
+
+
+def auto_report(model: nn.Module) -> str:
+    """One line per planned layer and key: the plan in use and how it was chosen."""
+    lines = []
+    for name, module in model.named_modules():
+        for key, entry in module.__dict__.get("_auto_plans", {}).items():
+            mode = "training" if key[6] else "inference"
+            lines.append(f"{name or type(module).__name__} ({type(module).__name__}, "
+                         f"{mode}, width {key[4]}, {key[7]} kernels): {entry.describe()}")
+    if not lines:
+        return "no layer has planned itself yet"
+    if STARTUP_S[0]:
+        lines.append(f"(reading the cost models took {STARTUP_S[0] * 1e3:.0f} ms, once "
+                     "per process)")
+    return "\n".join(lines)
+
+
+class PlanPrinter:
+    """Prints a model's auto decisions for a training loop: the first time there are any
+    (some may still be measuring), then whenever they change once none is measuring
+    (the measured choices locked in, a new key such as another graph size)."""
+
+    def __init__(self) -> None:
+        self._last = ""
+
+    def __call__(self, model: nn.Module, printer: Any = print) -> None:
+        entries = [e for m in model.modules() for e in m.__dict__.get("_auto_plans", {}).values()]
+        if not entries or (self._last and any(e.plan is None for e in entries)):
+            return
+        text = auto_report(model)
+        if text != self._last:
+            self._last = text
+            printer("planned layers:\n  " + text.replace("\n", "\n  "))

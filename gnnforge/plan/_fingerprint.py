@@ -1,0 +1,109 @@
+"""What the cost models were fitted on, and whether this process still matches it.
+
+A cost model is valid for the machine, kernels and thread count it was timed on: the
+shipped models once learned a native kernel that ran 3-4x slower on another machine of
+the same kind, and GCN decisions there lost to the default order. `fingerprint()` names
+everything that changes primitive costs: the CPU (model, instruction-set flags, cores),
+the kernel variants the kernel calibration chose (`gnnforge.ops.kernel_choices`), the
+aggregation backend in force (`gnnforge.ops.use_backend` changes it), torch threads and
+library versions. `gnnforge plan profile` stores it in the models' info.json; planning
+compares it (`mismatches`) and measures instead of predicting when it differs.
+
+The machine part comes from `gnnforge.ops.machine_fingerprint` when the ops package has
+it, else from a local reading of /proc/cpuinfo (the same fields).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from collections.abc import Mapping
+from functools import cache
+
+import torch
+
+__all__ = ["IGNORED_KEYS", "fingerprint", "kernel_choices", "machine_fingerprint",
+           "mismatches"]
+
+# Keys that describe a run without changing what primitives cost.
+IGNORED_KEYS = frozenset({"gnnforge", "python"})
+
+
+def _cpuinfo() -> dict[str, str]:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            text = handle.read()
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _versions() -> dict[str, str]:
+    import numpy
+
+    out = {"torch": torch.__version__.split("+")[0], "numpy": numpy.__version__}
+    try:
+        import numba
+
+        out["numba"] = numba.__version__
+    except ImportError:
+        pass
+    return out
+
+
+@cache
+def _local_machine() -> dict[str, str]:
+    info = _cpuinfo()
+    flags = " ".join(sorted(info.get("flags", "").split()))
+    return {"cpu_model": info.get("model name", platform.processor() or platform.machine()),
+            "cpu_flags": hashlib.sha256(flags.encode()).hexdigest()[:16],
+            "cores": str(os.cpu_count() or 0), **_versions()}
+
+
+def machine_fingerprint() -> dict[str, str]:
+    """CPU model, instruction-set flags digest, cores and library versions."""
+    try:
+        from gnnforge.ops import machine_fingerprint as from_ops
+    except ImportError:
+        return dict(_local_machine())
+    return {k: str(v) for k, v in from_ops().items()}
+
+
+def kernel_choices() -> dict[str, str]:
+    """Kernel class -> the variant the kernel calibration chose (empty without one)."""
+    try:
+        from gnnforge.ops import kernel_choices as from_ops
+    except ImportError:
+        return {}
+    return {k: str(v) for k, v in from_ops().items()}
+
+
+def _backend() -> str:
+    from gnnforge.ops._dispatch import choose
+
+    return choose("gspmm", torch.device("cpu")).backend
+
+
+def fingerprint() -> dict[str, str]:
+    """Everything the cost models' validity depends on, for this process now."""
+    out = {k: v for k, v in machine_fingerprint().items() if k != "threads"}
+    out.update({f"kernel:{k}": v for k, v in kernel_choices().items()})
+    out["backend"] = _backend()
+    out["threads"] = str(torch.get_num_threads())
+    return out
+
+
+def mismatches(recorded: Mapping[str, str] | None, current: Mapping[str, str]
+               ) -> list[str]:
+    """The keys on which two fingerprints differ ("key: recorded -> current"); a missing
+    fingerprint is one mismatch ("no fingerprint"). Keys in `IGNORED_KEYS` and keys only
+    one side has (a newer fingerprint with more fields) are not compared."""
+    if not recorded:
+        return ["no fingerprint (models profiled before fingerprints were recorded)"]
+    return [f"{key}: {recorded[key]} -> {current[key]}" for key in sorted(recorded)
+            if key in current and key not in IGNORED_KEYS and str(recorded[key]) != current[key]]

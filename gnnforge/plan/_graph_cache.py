@@ -1,0 +1,73 @@
+"""Per-graph values the planned layers share: prepared structures (self-loops, degrees,
+edge normalisation) and the planner's graph features, kept for the most recently used
+graphs.
+
+Layers used to cache their prepared graph per layer, so an L-layer model normalised the
+same graph L times, and GCN's precomputed plan re-ran its edge normalisation on every
+forward. Here one entry per (graph object, preparation) serves every layer and epoch.
+Entries hold the graph itself, so its id cannot be reused while the entry lives; the
+least recently used entries go first (sampled training makes new blocks every step).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+import torch
+
+__all__ = ["GRAPH_CACHE", "GraphCache", "clear_cache"]
+
+T = TypeVar("T")
+
+
+class GraphCache:
+    """A small LRU map from (graph object, key) to a value derived from that graph.
+
+    Args:
+        capacity: entries kept; a full-graph model needs one or two per graph, a sampled
+            one a few per step (one per block and preparation).
+    """
+
+    def __init__(self, capacity: int = 32) -> None:
+        if capacity < 1:
+            raise ValueError(f"GraphCache: capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[int, Hashable], tuple[Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, graph: Any, key: Hashable, build: Callable[[], T]) -> T:
+        """The value for (graph, key), built once by `build()` (without autograd, outside
+        inference mode, so it can be used by any later forward and backward)."""
+        full = (id(graph), key)
+        with self._lock:
+            entry = self._entries.get(full)
+            if entry is not None and entry[0] is graph:
+                self._entries.move_to_end(full)
+                return entry[1]
+        with torch.inference_mode(False), torch.no_grad():
+            value = build()
+        with self._lock:
+            self._entries[full] = (graph, value)
+            self._entries.move_to_end(full)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+GRAPH_CACHE = GraphCache()
+
+
+def clear_cache() -> None:
+    """Drop every cached per-graph value (prepared structures, features): frees the
+    graphs they hold. Layers rebuild what they need on their next call."""
+    GRAPH_CACHE.clear()

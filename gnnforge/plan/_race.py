@@ -1,0 +1,151 @@
+"""Measured selection: run the surviving candidates on the real input during the first
+iterations and lock in the fastest (empirical selection, as cuDNN's benchmark mode and
+TVM's tuning do), with its cost counted and bounded.
+
+A race is pure bookkeeping: `next_call` says which plan the layer runs now and whether
+that call is timed, `record` takes the call's seconds (forward, plus backward when
+training). Every call is a real iteration (all plans compute the same values), so the
+race costs only what its calls take beyond the winner's: the overhead. It is bounded
+by a budget, a fraction of a run of `horizon` iterations of the best plan (2% of 100 by
+default): a call that would pass it is not made, and a candidate clearly slower than
+the best is dropped early.
+
+Candidates are compared by their fastest run. On a shared machine timing noise only
+adds time (another job takes the core), and a plan's first run also pays one-off costs
+(fresh output pages, a kernel's first load), so the minimum is the estimate those
+leave alone; the overhead is counted against the winner's median, which includes them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["Race"]
+
+P = TypeVar("P")
+
+# A candidate is dropped when even its fastest run is this much slower than the best
+# plan's fastest: after one timed run (a clear loss, first-run costs included), and
+# after two or more (a small but consistent one).
+_DROP_AFTER_ONE = 2.0
+_DROP_AFTER_MORE = 1.1
+
+
+class Race(Generic[P]):
+    """Which candidate to run on each call until a winner is locked in.
+
+    The first call runs the predicted best untimed (it pays the per-graph preparation
+    every plan shares); then the candidate with the fewest timed runs goes next, until
+    every remaining candidate has `samples` of them or one remains. A call whose
+    expected overhead would pass the budget is not made: its candidate is dropped.
+
+    Args:
+        plans: the candidates, the predicted best first.
+        samples: timed runs per candidate.
+        budget: the overhead allowed, as a fraction of `horizon` runs of the best.
+        horizon: iterations the budget is a fraction of (a 100-epoch run: 100).
+
+    Raises:
+        ValueError: with no plans, samples < 1, a negative budget or horizon < 1.
+    """
+
+    def __init__(self, plans: Sequence[P], samples: int = 3, budget: float = 0.02,
+                 horizon: int = 100) -> None:
+        if not plans or samples < 1 or budget < 0 or horizon < 1:
+            raise ValueError(f"Race: need at least one plan, samples >= 1, budget >= 0 and "
+                             f"horizon >= 1; got {len(plans)} plans, samples={samples}, "
+                             f"budget={budget}, horizon={horizon}")
+        self.plans = list(plans)
+        self.samples, self.budget, self.horizon = samples, budget, horizon
+        self.times: dict[int, list[float]] = {i: [] for i in range(len(self.plans))}
+        self.calls: list[tuple[int, float | None]] = []  # (plan, seconds or None: untimed)
+        self.alive = list(range(len(self.plans)))
+        self.winner: P | None = self.plans[0] if len(self.plans) == 1 else None
+
+    @property
+    def done(self) -> bool:
+        return self.winner is not None
+
+    def next_call(self) -> tuple[P, bool]:
+        """(plan to run now, whether to time it). After the race: (winner, False)."""
+        if self.winner is not None:
+            return self.winner, False
+        if not self.calls:
+            self.calls.append((0, None))
+            return self.plans[0], False
+        while True:
+            index = min(self.alive, key=lambda i: (len(self.times[i]), i))
+            if not self._over_budget(index):
+                return self.plans[index], True
+            self.alive.remove(index)
+            if self._settle():
+                return self.winner, False
+
+    def record(self, plan: P, seconds: float) -> None:
+        """Seconds of the last timed call of `plan`; may lock in the winner."""
+        if self.winner is not None:
+            return
+        index = self.plans.index(plan)
+        self.times[index].append(float(seconds))
+        self.calls.append((index, float(seconds)))
+        self._drop_slow()
+        self._settle()
+
+    def _settle(self) -> bool:
+        finished = all(len(self.times[i]) >= self.samples for i in self.alive)
+        if len(self.alive) == 1 or finished:
+            self.winner = self.plans[self._best()]
+        return self.winner is not None
+
+    def _fastest(self, index: int) -> float:
+        return min(self.times[index])
+
+    def _best(self) -> int:
+        timed = [i for i in self.alive if self.times[i]] or self.alive
+        return min(timed, key=lambda i: (self._fastest(i) if self.times[i] else 0.0, i))
+
+    def _drop_slow(self) -> None:
+        best = self._fastest(self._best())
+        for index in list(self.alive):
+            runs = self.times[index]
+            factor = _DROP_AFTER_ONE if len(runs) == 1 else _DROP_AFTER_MORE
+            if runs and min(runs) > factor * best:
+                self.alive.remove(index)
+
+    def _reference(self) -> int | None:
+        """The plan overheads are counted against: the winner, else the best so far."""
+        if self.winner is not None:
+            return self.plans.index(self.winner)
+        timed = [i for i in self.alive if self.times[i]]
+        return min(timed, key=lambda i: (self._fastest(i), i)) if timed else None
+
+    def budget_s(self) -> float:
+        """Seconds of overhead allowed: `budget` x `horizon` runs of the best so far."""
+        best = self._reference()
+        if best is None or not self.times[best]:
+            return float("inf")
+        return self.budget * self.horizon * statistics.median(self.times[best])
+
+    def overhead_s(self) -> float:
+        """What the calls so far took beyond as many calls of the reference plan (the
+        winner, once locked in); an untimed call counts at its plan's median (0 extra
+        when that plan was never timed)."""
+        best = self._reference()
+        if best is None or not self.times[best]:
+            return 0.0
+        base = statistics.median(self.times[best])
+        extra = 0.0
+        for index, seconds in self.calls:
+            if seconds is None:
+                seconds = statistics.median(self.times[index]) if self.times[index] else base
+            extra += seconds - base
+        return extra
+
+    def _over_budget(self, index: int) -> bool:
+        best = self._reference()
+        if best is None or not self.times[best] or not self.times[index] or index == best:
+            return False
+        expected = statistics.median(self.times[index]) - statistics.median(self.times[best])
+        return self.overhead_s() + max(expected, 0.0) > self.budget_s()

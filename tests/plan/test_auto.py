@@ -1,0 +1,182 @@
+"""Planning on by default: "auto" layers plan per key, measure when in doubt, and always
+compute the default plan's values; the shared per-graph cache; fingerprints."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from gnnforge.data import rmat
+from gnnforge.graph import Graph
+from gnnforge.nn import GATConv, GCNConv, NodeClassifier
+from gnnforge.plan import (auto_plans, auto_report, clear_cache, configure_auto, fingerprint,
+                           layer_candidates, model_status, models_match, optimize)
+from gnnforge.plan._fingerprint import mismatches
+from gnnforge.plan._graph_cache import GRAPH_CACHE
+from gnnforge.plan._trial import timed_call
+from gnnforge.sampling import NeighborSampler
+
+from .test_optimize import AnalyticModel
+
+
+@pytest.fixture
+def settings():
+    """Restore the auto-planning settings after the test."""
+    previous = configure_auto()
+    yield configure_auto
+    configure_auto(**vars(previous))
+
+
+class Matching(AnalyticModel):
+    """An analytic cost model whose fingerprint is this process's (a trusted model)."""
+
+    decision_caution = 0.0
+    decision_margin = 0.0
+
+    def __init__(self):
+        self.info = {"fingerprint": fingerprint()}
+
+
+def _steps(layer, graph, x, steps):
+    outs, grads = [], []
+    for _ in range(steps):
+        x_ = x.clone().requires_grad_(True)
+        out = layer(graph, x_)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        outs.append(out.detach())
+        grads.append([x_.grad] + [p.grad.clone() for p in layer.parameters()])
+        layer.zero_grad()
+    return outs, grads
+
+
+@pytest.mark.parametrize("make", [lambda: GCNConv(12, 5), lambda: GATConv(12, 16, heads=2)])
+@pytest.mark.parametrize("graph", [rmat(6, 300, seed=2),
+                                   Graph(torch.zeros(0, dtype=torch.long),
+                                         torch.zeros(0, dtype=torch.long), 7)],
+                         ids=["rmat", "no-edges"])
+def test_measuring_runs_every_candidate_and_keeps_the_default_values(settings, make, graph):
+    settings(measure="always", samples=2, budget=10.0)
+    torch.manual_seed(0)
+    layer = make().double()
+    reference = make().double()
+    reference.load_state_dict(layer.state_dict())
+    reference.plan = "default"
+    x = torch.randn(graph.num_nodes, 12, dtype=torch.float64)
+    outs, grads = _steps(layer, graph, x, 8)
+    want_outs, want_grads = _steps(reference, graph, x, 1)
+    for out, grad in zip(outs, grads):
+        torch.testing.assert_close(out, want_outs[0], rtol=1e-9, atol=1e-10)
+        for got, want in zip(grad, want_grads[0]):
+            torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+    (entry,) = auto_plans(layer).values()
+    assert entry.race is not None and entry.plan in layer_candidates(layer)
+    assert entry.race.done and all(entry.race.times[i] for i in entry.race.alive)
+    assert "measured (measuring forced" in auto_report(layer)
+
+
+def test_a_trusted_prediction_locks_in_at_once_and_keys_separate(settings):
+    settings(measure="doubt", cost_model=Matching())
+    graph = rmat(7, 900, seed=1)
+    layer = GCNConv(64, 8)
+    layer(graph, torch.randn(graph.num_nodes, 64))
+    with torch.no_grad():
+        layer(graph, torch.randn(graph.num_nodes, 64))
+    layer.eval()
+    layer(graph, torch.randn(graph.num_nodes, 64).double().float())
+    entries = auto_plans(layer)
+    assert len(entries) == 2  # training and inference; the eval call reuses inference's
+    for entry in entries.values():
+        assert entry.race is None and entry.plan == entry.decision.chosen
+    predicted = optimize(GCNConv(64, 8), graph, training=True, cost_model=Matching(),
+                         apply=False).decisions[0].chosen
+    training_entry = next(e for k, e in entries.items() if k[6])
+    assert training_entry.plan == predicted
+
+
+def test_never_measure_and_fixed_plans(settings):
+    settings(measure="never", cost_model=AnalyticModel())  # no fingerprint: but never
+    graph = rmat(6, 300, seed=3)
+    layer = GCNConv(8, 4)
+    layer(graph, torch.randn(graph.num_nodes, 8))
+    (entry,) = auto_plans(layer).values()
+    assert entry.race is None
+    fixed = GCNConv(8, 4)
+    fixed.plan = "default"
+    fixed(graph, torch.randn(graph.num_nodes, 8))
+    assert auto_plans(fixed) == {}
+    fixed.plan = "fastest"
+    with pytest.raises(ValueError, match="'auto', 'default'"):
+        fixed(graph, torch.randn(graph.num_nodes, 8))
+
+
+def test_a_fingerprint_mismatch_measures(settings):
+    settings(measure="doubt", cost_model=AnalyticModel())  # fitted "elsewhere"
+    graph = rmat(6, 300, seed=3)
+    layer = GCNConv(8, 4)
+    layer(graph, torch.randn(graph.num_nodes, 8))
+    (entry,) = auto_plans(layer).values()
+    assert entry.race is not None and "fingerprint mismatch" in entry.reason
+
+
+def test_timed_call_times_forward_and_backward_without_changing_gradients():
+    torch.manual_seed(0)
+    weight = torch.randn(5, 3, requires_grad=True)
+    x = torch.randn(4, 5)  # no gradient: must not get one
+    seen = []
+    out = timed_call(lambda t: torch.tanh(t["X"] @ t["W"]), {"X": x, "W": weight},
+                     seen.append)
+    assert seen == []  # the backward has not run yet
+    out.sum().backward()
+    assert len(seen) == 1 and seen[0] > 0
+    want = torch.autograd.grad(torch.tanh(x @ weight).sum(), weight)[0]
+    torch.testing.assert_close(weight.grad, want)
+    with torch.no_grad():
+        timed_call(lambda t: t["X"] @ t["W"], {"X": x, "W": weight}, seen.append)
+    assert len(seen) == 2
+
+
+def test_layers_share_one_prepared_graph_and_its_edge_normalisation():
+    clear_cache()
+    graph = rmat(6, 300, seed=4)
+    first, second = GCNConv(8, 8), GCNConv(8, 8)
+    first.plan = second.plan = layer_candidates(first)[0]  # the precomputed Â
+    x = torch.randn(graph.num_nodes, 8)
+    second(graph, first(graph, x))
+    assert len(GRAPH_CACHE) == 1
+    ((_, structure),) = GRAPH_CACHE._entries.values()
+    norm = structure.memo["edge_norm"]
+    first(graph, x)  # another epoch: the same tensor, not recomputed
+    assert structure.memo["edge_norm"] is norm
+    clear_cache()
+    assert len(GRAPH_CACHE) == 0
+
+
+def test_optimize_takes_one_block_per_layer():
+    graph = rmat(8, 3000, seed=5)
+    blocks = NeighborSampler([4, 4]).sample(graph, torch.arange(10),
+                                            generator=torch.Generator().manual_seed(0))
+    model = NodeClassifier(16, 32, 3, num_layers=2, conv="gcn")
+    plan = optimize(model, blocks, training=True, cost_model=AnalyticModel())
+    assert len(plan.decisions) == 2
+    assert [int(d.widths[0]) for d in plan.decisions] == [16, 32]
+    with pytest.raises(ValueError, match="got 1 graphs or blocks for 2 planned layers"):
+        optimize(model, blocks[:1], cost_model=AnalyticModel())
+    x = torch.randn(blocks[0].num_src_nodes, 16)
+    assert model(blocks, x).shape == (10, 3)
+
+
+def test_fingerprint_comparison_and_model_status():
+    here = fingerprint()
+    assert mismatches(here, here) == []
+    assert mismatches(None, here)[0].startswith("no fingerprint")
+    other = dict(here, backend="numba")
+    assert mismatches(other, here) == [f"backend: numba -> {here['backend']}"]
+    assert model_status(Matching()).startswith("match")
+    assert models_match(Matching())
+    status = model_status(type("M", (), {"info": {"fingerprint": other}})())
+    assert status.startswith("mismatch") and "plan profile --quick" in status
+
+
+def test_a_model_with_no_planned_layers_reports_so():
+    assert auto_report(nn.Linear(2, 2)) == "no layer has planned itself yet"
