@@ -122,6 +122,10 @@ def test_gcn_cached_keeps_the_first_normalisation():
     fresh = GCNConv(6, 4)
     fresh.load_state_dict(ours.state_dict())
     assert not torch.allclose(ours(graph, x, second), fresh(graph, x, second))
+    # Another graph is normalised, not served the first graph's normalisation.
+    other = random_graphs(seed=1)[0][1]
+    fresh_other = fresh(other, x, second)
+    torch.testing.assert_close(ours(other, x, second), fresh_other, **TOL)
     ours.reset_parameters()
     assert ours._cached_structure is None
 
