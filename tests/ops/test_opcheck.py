@@ -25,7 +25,10 @@ SDDMM_CASES = [(op, targets)
                for op in ("add", "mul", "dot")
                for targets in (("u", "v"), ("e", "v"), ("u", "e"), ("v", "u"))]
 # Every op the tests below cover; a newly registered op must be added with its cases.
-COVERED = {"gnnforge::gspmm", "gnnforge::gsddmm"}
+# The Triton backend's ops (and gspmm/gsddmm on it) are opchecked in test_triton.py, which
+# runs them through Triton's interpreter.
+TRITON_OPS = {"gnnforge::triton_edge_softmax", "gnnforge::triton_edge_softmax_grad"}
+COVERED = {"gnnforge::gspmm", "gnnforge::gsddmm", *TRITON_OPS}
 
 
 def _operands(graph, op: str, seed: int, grad: bool = True, heads: int = 2, width: int = 3):
@@ -101,5 +104,5 @@ def test_max_without_recorded_winners_refuses_a_backward():
 def test_every_registered_gnnforge_op_is_covered():
     registered = {name for name in torch._C._dispatch_get_all_op_names()
                   if name.startswith("gnnforge::")}
-    assert registered >= COVERED
+    assert registered >= COVERED - TRITON_OPS  # the Triton ops register on first use
     assert registered <= COVERED, f"add opcheck cases for {sorted(registered - COVERED)}"
