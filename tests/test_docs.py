@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -127,14 +128,19 @@ def _environment() -> dict[str, str]:
 
 
 def _run(argv: list[str], cwd: Path, what: str) -> None:
+    # A session of its own, so a timeout ends the command's worker processes too.
+    process = subprocess.Popen(argv, cwd=cwd, env=_environment(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        done = subprocess.run(argv, cwd=cwd, env=_environment(), capture_output=True,
-                              text=True, timeout=COMMAND_TIMEOUT_S)
-    except subprocess.TimeoutExpired as error:
-        pytest.fail(f"{what}: timed out after {COMMAND_TIMEOUT_S} s\n{error.stderr or ''}")
-    if done.returncode != 0:
-        pytest.fail(f"{what}: exit status {done.returncode}\n--- stdout (tail)\n"
-                    f"{done.stdout[-3000:]}\n--- stderr (tail)\n{done.stderr[-6000:]}")
+        stdout, stderr = process.communicate(timeout=COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"{what}: timed out after {COMMAND_TIMEOUT_S} s (its process group was "
+                    f"killed)\n--- stderr (tail)\n{stderr[-3000:]}")
+    if process.returncode != 0:
+        pytest.fail(f"{what}: exit status {process.returncode}\n--- stdout (tail)\n"
+                    f"{stdout[-3000:]}\n--- stderr (tail)\n{stderr[-6000:]}")
 
 
 def _write_files(blocks: list[Block], folder: Path) -> None:
