@@ -130,6 +130,10 @@ def test_gcn_cached_keeps_the_first_normalisation():
     assert ours._cached_structure is None
 
 
+def _inv_sqrt(degree):
+    return torch.where(degree > 0, degree.clamp(min=1e-300) ** -0.5, torch.zeros_like(degree))
+
+
 def test_gcn_on_a_block_with_edge_weights():
     block = random_block()
     weight = _weights(block)
@@ -137,8 +141,8 @@ def test_gcn_on_a_block_with_edge_weights():
     x = torch.randn(block.num_src_nodes, 6)
     adjacency = torch.zeros(block.num_dst_nodes, block.num_src_nodes)
     adjacency.index_put_((block.dst, block.src), weight, accumulate=True)
-    scale = lambda d: torch.where(d > 0, d.clamp(min=1e-300) ** -0.5, torch.zeros_like(d))  # noqa: E731
-    norm = scale(adjacency.sum(1))[:, None] * adjacency * scale(adjacency.sum(0))[None, :]
+    norm = (_inv_sqrt(adjacency.sum(1))[:, None] * adjacency
+            * _inv_sqrt(adjacency.sum(0))[None, :])
     want = norm @ x @ layer.lin.weight.t() + layer.bias
     for plan in _plans(layer):
         layer.plan = plan
