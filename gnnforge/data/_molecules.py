@@ -196,10 +196,13 @@ def _resolve(source: str | Path) -> Path:
     if isinstance(source, str) and source in _MOSES_SPLITS:
         return _moses_file(_MOSES_SPLITS[source])
     path = Path(source)
+    if not path.exists() and isinstance(source, str):
+        # A shared file's name, as `gnnforge datasets` and `pack --source` spell it.
+        path = molecule_files().get(source, path)
     if not path.exists():
         raise FileNotFoundError(
-            f"molecule source {str(source)!r} is neither 'nci', one of {sorted(_MOSES_SPLITS)} "
-            "nor an existing CSV/SMI file")
+            f"molecule source {str(source)!r} is neither 'nci', one of {sorted(_MOSES_SPLITS)}, "
+            "a shared molecule file name (gnnforge datasets) nor an existing CSV/SMI file")
     return path
 
 
