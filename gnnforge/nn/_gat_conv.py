@@ -20,7 +20,8 @@ __all__ = ["GATConv"]
 
 def finish_heads(out: Tensor, concat: bool, bias: Tensor | None) -> Tensor:
     """[N, H, D] -> [N, H*D] (concat) or [N, D] (mean over heads), plus the bias."""
-    out = out.reshape(out.shape[0], -1) if concat else out.mean(dim=1)
+    rows, heads, width = out.shape  # explicit sizes: a graph may have no nodes
+    out = out.reshape(rows, heads * width) if concat else out.mean(dim=1)
     return out if bias is None else out + bias
 
 

@@ -155,9 +155,11 @@ def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     op, backend = ctx.op, ctx.backend
     if (ctx.reduce == "mean" and op == "copy_lhs" and backend in _MEAN_GRAD
             and not torch.is_grad_enabled() and _eager(grad_out)):
+        width = math.prod(grad_out.shape[1:])  # explicit: a graph may have no nodes
         grad = _MEAN_GRAD[backend](arrays[COLPTR], arrays[ROW], arrays[ROWPTR],
-                                   grad_out.reshape(grad_out.shape[0], -1), ctx.lhs_rows)
-        return reduce_to_shape(grad.reshape(-1, *grad_out.shape[1:]), ctx.lhs_shape), None
+                                   grad_out.reshape(grad_out.shape[0], width), ctx.lhs_rows)
+        return (reduce_to_shape(grad.reshape(grad.shape[0], *grad_out.shape[1:]),
+                                ctx.lhs_shape), None)
     if ctx.reduce == "mean":
         grad_out = mean_scaled(arrays, grad_out)
     grad_lhs = grad_rhs = None

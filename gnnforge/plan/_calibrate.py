@@ -112,12 +112,13 @@ def layer_overheads(samples: int = 21) -> dict[str, dict[str, float]]:
     of an iteration (what the decision margin is compared with).
     """
     from gnnforge.graph import Graph
-    from gnnforge.nn import GATConv, GATv2Conv, GCNConv, SGConv, TAGConv
+    from gnnforge.nn import GATConv, GATv2Conv, GCNConv, SAGEConv, SGConv, TAGConv
 
     graph = Graph(torch.tensor([0, 1]), torch.tensor([1, 0]), 2)
     out: dict[str, dict[str, float]] = {}
     for make in (lambda: GCNConv(1, 1), lambda: GATConv(1, 1), lambda: GATv2Conv(1, 1),
-                 lambda: SGConv(1, 1, K=2), lambda: TAGConv(1, 1, K=3)):
+                 lambda: SGConv(1, 1, K=2), lambda: TAGConv(1, 1, K=3),
+                 lambda: SAGEConv(1, 1)):
         layer = make()
         layer.plan = "default"  # the fixed cost of a call, not of planning one
         modes = {}

@@ -135,6 +135,8 @@ class _Evaluator:
             return self._normadj_matmul(node)
         if left.kind == "adjacency":
             return ops.copy_u_sum(self.graph, self.value(right))
+        if left.kind == "meanadj":
+            return ops.copy_u_mean(self.graph, self.value(right))
         if left.kind in ("attention", "attention_v2"):
             return ops.u_mul_e_sum(self.graph, self.value(right), self.value(left))
         return _dense_matmul(self.value(left), self.value(right), left.kind == "weight")

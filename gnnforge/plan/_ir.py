@@ -10,6 +10,7 @@ Leaf kinds:
     ones      the all-ones column, used for row sums        [1, N, 1]
     adjacency A, the graph's 0/1 adjacency (dst rows)         [1, Nd, Ns] (sparse)
     normadj   D^-1/2 A D^-1/2, GCN's normalised adjacency    [1, Nd, Ns] (sparse)
+    meanadj   D_in^-1 A, the mean over in-neighbours (SAGE)  [1, Nd, Ns] (sparse)
 Inner ops:
     matmul        a @ b, heads broadcast (1 against H)
     add           element-wise sum of two or more terms (commutative, kept sorted)
@@ -29,8 +30,8 @@ __all__ = ["Dim", "Node", "SPARSE_KINDS", "add", "affine", "affine_rows", "atten
            "attention_v2", "dst_rows", "is_sparse", "leaf", "matmul", "render", "subtrees"]
 
 Dim = int | str
-SPARSE_KINDS = ("adjacency", "normadj", "attention", "attention_v2")
-_LEAF_KINDS = ("dense", "weight", "ones", "adjacency", "normadj")
+SPARSE_KINDS = ("adjacency", "normadj", "meanadj", "attention", "attention_v2")
+_LEAF_KINDS = ("dense", "weight", "ones", "adjacency", "normadj", "meanadj")
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,8 @@ def _matmul_rule(node: Node, norm: str | None, value_used: bool) -> list[Primiti
     width = _width(node)
     if left.kind == "adjacency":
         return [_prim("spmm_u", f=width)]
+    if left.kind == "meanadj":  # the sum over in-edges, then each row scaled by 1/degree
+        return [_prim("spmm_u", f=width), _prim("rowbcast", rows=(rows,), f=width)]
     if left.kind == "normadj":
         if norm == "dynamic":
             out = [_prim("spmm_u", f=width)]
