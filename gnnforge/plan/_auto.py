@@ -118,6 +118,8 @@ class AutoPlan:
         if self.plan is not None:
             return self.plan, False
         plan, timed = self.race.next_call()
+        if self.race.done:  # a call over budget may end the race without a timing
+            self.plan = self.race.winner
         return plan, timed
 
     def record(self, plan: Composition, seconds: float) -> None:

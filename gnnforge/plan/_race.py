@@ -10,10 +10,9 @@ by a budget, a fraction of a run of `horizon` iterations of the best plan (2% of
 default): a call that would pass it is not made, and a candidate clearly slower than
 the best is dropped early.
 
-Candidates are compared by their fastest run. On a shared machine timing noise only
-adds time (another job takes the core), and a plan's first run also pays one-off costs
-(fresh output pages, a kernel's first load), so the minimum is the estimate those
-leave alone; the overhead is counted against the winner's median, which includes them.
+Candidates are compared by their fastest timed run. On a shared machine timing noise
+only adds time (another job takes the core), so the minimum is the estimate it leaves
+alone; the overhead is counted against the winner's median, which includes it.
 """
 
 from __future__ import annotations
@@ -27,8 +26,8 @@ __all__ = ["Race"]
 P = TypeVar("P")
 
 # A candidate is dropped when even its fastest run is this much slower than the best
-# plan's fastest: after one timed run (a clear loss, first-run costs included), and
-# after two or more (a small but consistent one).
+# plan's fastest: after one timed run (a clear loss), and after two or more (a small but
+# consistent one).
 _DROP_AFTER_ONE = 2.0
 _DROP_AFTER_MORE = 1.1
 
@@ -36,10 +35,12 @@ _DROP_AFTER_MORE = 1.1
 class Race(Generic[P]):
     """Which candidate to run on each call until a winner is locked in.
 
-    The first call runs the predicted best untimed (it pays the per-graph preparation
-    every plan shares); then the candidate with the fewest timed runs goes next, until
-    every remaining candidate has `samples` of them or one remains. A call whose
-    expected overhead would pass the budget is not made: its candidate is dropped.
+    Each candidate's first run is untimed, the predicted best first (it pays the
+    per-graph preparation every plan shares; the others pay their own one-off costs,
+    such as a kernel compiled on first use: 16 s once, measured); then the candidate
+    with the fewest timed runs goes next, until every remaining candidate has `samples`
+    of them or one remains. A call whose expected overhead would pass the budget is not
+    made: its candidate is dropped.
 
     Args:
         plans: the candidates, the predicted best first.
@@ -72,9 +73,11 @@ class Race(Generic[P]):
         """(plan to run now, whether to time it). After the race: (winner, False)."""
         if self.winner is not None:
             return self.winner, False
-        if not self.calls:
-            self.calls.append((0, None))
-            return self.plans[0], False
+        called = {index for index, _ in self.calls}
+        for index in self.alive:  # a plan's first run pays one-off costs: not timed
+            if index not in called:
+                self.calls.append((index, None))
+                return self.plans[index], False
         while True:
             index = min(self.alive, key=lambda i: (len(self.times[i]), i))
             if not self._over_budget(index):
