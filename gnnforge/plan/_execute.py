@@ -112,6 +112,9 @@ class _Evaluator:
     def _affine(self, node: Node) -> Tensor:
         return self.value(node.inputs[0]) + self.value(node.inputs[1]).transpose(0, 1)
 
+    def _scale(self, node: Node) -> Tensor:
+        return self.value(node.inputs[0]) * self.value(node.inputs[1])
+
     def _affine_rows(self, node: Node) -> Tensor:
         m, rows, bias = (self.value(i) for i in node.inputs)
         return m + rows * bias.transpose(0, 1)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from functools import cache
 
 from gnnforge.plan._ir import (Node, add, affine, attention, attention_v2, dst_rows, leaf,
-                               matmul)
+                               matmul, scale)
 
-__all__ = ["gat_expression", "gatv2_expression", "gcn_expression", "sage_expression",
-           "sgc_expression", "tag_expression"]
+__all__ = ["gat_expression", "gatv2_expression", "gcn_expression", "gin_expression",
+           "sage_expression", "sgc_expression", "tag_expression"]
 
 _X = leaf("X", "dense", (1, "Ns", "I"))
 _NORMADJ = leaf("Â", "normadj", (1, "Nd", "Ns"))
@@ -96,3 +96,12 @@ def sage_expression(aggr: str = "mean", root_weight: bool = True, bias: bool = T
     if root_weight:
         out = add(out, matmul(dst_rows(_X), leaf("Wr", "weight", (1, "I", "O"))))
     return out
+
+
+@cache
+def gin_expression(bias: bool = True) -> Node:
+    """Xu et al.: (A X + (1 + eps) rows(X)) W + b, the first linear layer of GIN's MLP
+    applied to the aggregated sum, as in PyG's GINConv (the rest of the MLP follows)."""
+    combined = add(matmul(_ADJ, _X), scale(dst_rows(_X), leaf("s", "weight", (1, 1, 1))))
+    out = matmul(combined, leaf("W", "weight", (1, "I", "O")))
+    return affine(out, leaf("b", "weight", (1, 1, "O"))) if bias else out

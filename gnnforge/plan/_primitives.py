@@ -114,7 +114,7 @@ def _node_rule(node: Node, norm: str | None, value_used: bool) -> list[Primitive
     if node.op == "add":
         return [_prim("elementwise", count=(node.shape[1], *_width(node)))
                 for _ in node.inputs[1:]]
-    if node.op in ("affine", "affine_rows"):
+    if node.op in ("affine", "affine_rows", "scale"):
         return [_prim("elementwise", count=(node.shape[1], *_width(node)))]
     if node.op == "attention":  # el_u + er_v per edge and head, LeakyReLU, softmax
         return [_prim("sddmm", f=(node.shape[0],)), _prim("edge_softmax", heads=(node.shape[0],))]

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gnnforge.graph import Graph
-from gnnforge.nn import GATConv, GCNConv, SAGEConv
+from gnnforge.nn import GATConv, GCNConv, GINConv, SAGEConv
 from gnnforge.plan import enumerate_compositions
 
 LAYERS = {
@@ -18,6 +18,9 @@ LAYERS = {
     "sage-mean": lambda: SAGEConv(5, 3),
     "sage-sum": lambda: SAGEConv(5, 7, aggr="sum"),
     "sage-mean-noroot": lambda: SAGEConv(5, 3, root_weight=False, bias=False),
+    "gin-mlp": lambda: GINConv(torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.ReLU(),
+                                                   torch.nn.Linear(3, 3)), train_eps=True),
+    "gin-linear-nobias": lambda: GINConv(torch.nn.Linear(5, 8, bias=False), eps=0.3),
 }
 
 
