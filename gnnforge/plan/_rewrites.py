@@ -145,8 +145,9 @@ RULES: tuple[tuple[str, Callable[[Node], list[Node]]], ...] = (
     ("scale_then_matmul", _scale_then_matmul),
     # s (M W) = (s M) W: the same identity read the other way
     ("matmul_then_scale", _matmul_then_scale),
-    # rows(s M) = s rows(M) and back: row selection commutes with a scalar, always
+    # rows(s M) = s rows(M): row selection commutes with a scalar, always
     ("rows_then_scale", _rows_then_scale),
+    # s rows(M) = rows(s M): the same identity read the other way
     ("scale_then_rows", _scale_then_rows),
 )
 
