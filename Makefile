@@ -1,6 +1,8 @@
 # The two commands the README opens with: `make run` and `make test`.
 # Everything is installed into .venv inside the checkout; every pip call is constrained to
 # the CPU build torch==2.13.0 (constraints.txt), so nothing can pull a CUDA torch.
+# The `gpu` extra (triton, about 300 MB) lets `make test` check the GPU kernels on the CPU
+# through Triton's interpreter.
 
 PYTHON ?= python3.11
 VENV := .venv
@@ -15,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) torch==2.13.0
-	$(PIP) -e '.[chem,pyg,dist,tune,plot,test]'
+	$(PIP) -e '.[chem,pyg,dist,tune,plot,test,gpu]'
 	# molsets ships the MOSES SMILES files; we read its data only, so skip its heavy deps.
 	$(VENV)/bin/python -m pip install --no-deps molsets==0.3.1
 	touch $(STAMP)

@@ -73,15 +73,17 @@ def _(arrays, lhs, rhs, op, reduce, backend, record_args):
     out_shape = output_feature_shape(op, _shape(lhs), _shape(rhs))
     operand = lhs if lhs is not None else rhs
     out = operand.new_empty((rows, *out_shape), dtype=_dtype(lhs, rhs))
-    width = math.prod(out_shape) if reduce in ("max", "min") and record_args else 0
+    extreme = reduce in ("max", "min") and record_args
     arg_dtype = _arg_dtype(arrays, op, backend)
-    arg_lhs = operand.new_empty((rows if lhs is not None and width else 0, width),
-                                dtype=arg_dtype)
-    arg_rhs = operand.new_empty((rows if rhs is not None and width else 0, width),
-                                dtype=arg_dtype)
-    if not width:
-        arg_lhs, arg_rhs = (operand.new_empty((0,), dtype=torch.int64) for _ in range(2))
-    return out, arg_lhs, arg_rhs
+
+    def winners(side: Tensor | None) -> Tensor:
+        # [M, prod(F)] winners for each operand a max/min reads; a 1-D empty int64 tensor
+        # for an operand it does not read (copy ops) and whenever none are recorded.
+        if extreme and side is not None:
+            return operand.new_empty((rows, math.prod(out_shape)), dtype=arg_dtype)
+        return operand.new_empty((0,), dtype=torch.int64)
+
+    return out, winners(lhs), winners(rhs)
 
 
 def _arg_dtype(arrays: list[Tensor], op: str, backend: str) -> torch.dtype:
@@ -127,13 +129,13 @@ def _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args):
 
 
 def _spmm_setup(ctx, inputs, output):
-    arrays, lhs, rhs, op, reduce, backend, *_ = inputs
+    arrays, lhs, rhs, op, reduce, backend, record_args = inputs
     if isinstance(ctx, torch.autograd.function.FunctionCtx):
         # The arg outputs get no gradient; without this autograd fills [M, K] int64 zeros
         # for them on every backward (measured 6 ms per call on R-MAT F=16).
         ctx.mark_non_differentiable(output[1], output[2])
         ctx.set_materialize_grads(False)
-    ctx.op, ctx.reduce, ctx.backend = op, reduce, backend
+    ctx.op, ctx.reduce, ctx.backend, ctx.record_args = op, reduce, backend, record_args
     ctx.lhs_shape, ctx.rhs_shape = _shape(lhs), _shape(rhs)
     ctx.lhs_rows = None if lhs is None else lhs.shape[0]
     ctx.rhs_rows = None if rhs is None else rhs.shape[0]
@@ -145,6 +147,10 @@ def _spmm_setup(ctx, inputs, output):
 def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
     *arrays, lhs, rhs, arg_lhs, arg_rhs = ctx.saved_tensors
     if ctx.reduce in ("max", "min"):
+        if not ctx.record_args:  # the kernels would read winners that were never written
+            raise RuntimeError(f"gnnforge::gspmm: {ctx.op} {ctx.reduce} ran with "
+                               f"record_args=False, which records no winners to "
+                               f"differentiate through; call it with record_args=True")
         grad_lhs, grad_rhs = _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs)
     else:
         grad_lhs, grad_rhs = _sum_grads(ctx, arrays, grad_out, lhs, rhs)
@@ -239,6 +245,8 @@ def _pull_extreme_grad(ctx, grad_flat: Tensor, arg: Tensor) -> bool:
 def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
     """[M, K]: data's value at the winning row for each output feature (broadcast aware)."""
     offset = broadcast_offsets(tuple(data.shape[1:]), out_shape, False).to(rows.device)
+    if data.shape[0] == 0:  # a graph without edges: every winner is -1
+        return data.new_zeros(rows.shape)
     flat = data.reshape(-1)
     width = math.prod(data.shape[1:])
     return flat[rows.long().clamp(min=0) * width + offset] * (rows >= 0)
@@ -247,6 +255,8 @@ def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
 def _scatter_rows(value: Tensor, rows: Tensor, num_rows: int) -> Tensor:
     """[num_rows, K]: value[v, k] added into row rows[v, k] (entries with -1 dropped)."""
     out = value.new_zeros(num_rows, value.shape[1])
+    if num_rows == 0:  # nothing can have won (a graph without edges: every winner is -1)
+        return out
     return out.scatter_add(0, rows.long().clamp(min=0), value * (rows >= 0))
 
 

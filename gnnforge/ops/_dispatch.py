@@ -6,7 +6,10 @@ Backends:
                CPU default when its library builds; ops it lacks run numba's kernels.
     numba:     compiled pull kernels over CSR (`_cpu`), CPU tensors only. CPU default
                when the native library cannot be built.
-    torch:     chunked PyTorch ops over CSR (`_torch_path`), any device. CUDA default.
+    triton:    Triton kernels (`_triton`), CUDA tensors; CUDA default when triton imports.
+               CPU tensors only under TRITON_INTERPRET=1 (Triton's interpreter, for tests).
+    torch:     chunked PyTorch ops over CSR (`_torch_path`), any device. CUDA default when
+               triton is not installed.
 
 The fast backends run behind the `gnnforge::gspmm` / `gnnforge::gsddmm` custom ops
 (`_custom_ops`), which carry autograd; the reference backend does not need them.
@@ -26,10 +29,12 @@ from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native import gsddmm_native, gspmm_native
 from gnnforge.ops._native_build import unavailable_reason
 from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
+from gnnforge.ops._triton import available as triton_available
+from gnnforge.ops._triton import gsddmm_triton, gspmm_triton, interpreting
 
 __all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "use_backend"]
 
-BACKENDS = ("reference", "native", "numba", "torch")
+BACKENDS = ("reference", "native", "numba", "torch", "triton")
 
 # (op family, backend) -> kernel. Each kernel takes CSR arrays and padded operands.
 KERNELS = {
@@ -39,19 +44,25 @@ KERNELS = {
     ("gsddmm", "numba"): gsddmm_cpu,
     ("gspmm", "torch"): gspmm_torch,   # any device and dtype PyTorch's scatter supports
     ("gsddmm", "torch"): gsddmm_torch,
+    ("gspmm", "triton"): gspmm_triton,   # CUDA (CPU under TRITON_INTERPRET=1); imports lazily
+    ("gsddmm", "triton"): gsddmm_triton,
 }
 
 # (op family, device type) -> default backend; devices not listed run the reference.
-# "native" falls back to "numba" when its library cannot be built (`_native_build`).
+# "native" falls back to "numba" when its library cannot be built (`_native_build`),
+# "triton" to "torch" when triton is not installed (the `gpu` extra).
 DEFAULTS = {
     ("gspmm", "cpu"): "native",
     ("gsddmm", "cpu"): "native",
-    ("gspmm", "cuda"): "torch",
-    ("gsddmm", "cuda"): "torch",
+    ("gspmm", "cuda"): "triton",
+    ("gsddmm", "cuda"): "triton",
 }
+_FALLBACKS = {"native": ("numba", native_available), "triton": ("torch", triton_available)}
 
-# Devices each backend can run on (None: any).
-_DEVICES = {"reference": None, "native": ("cpu",), "numba": ("cpu",), "torch": None}
+# Devices each backend can run on (None: any); "triton" also takes CPU tensors while
+# TRITON_INTERPRET=1 (see `_devices`).
+_DEVICES = {"reference": None, "native": ("cpu",), "numba": ("cpu",), "torch": None,
+            "triton": ("cuda",)}
 
 
 class Choice(NamedTuple):
@@ -68,14 +79,16 @@ def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[N
     """Force every gnnforge.ops call inside the block onto one backend.
 
     Args:
-        name: 'reference', 'native' (C++, CPU), 'numba' (CPU) or 'torch' (PyTorch
-            ops, the CUDA path).
+        name: 'reference', 'native' (C++, CPU), 'numba' (CPU), 'torch' (PyTorch ops,
+            any device) or 'triton' (Triton kernels: CUDA, or CPU tensors through
+            Triton's interpreter when TRITON_INTERPRET=1).
         index_dtype: torch.int32 or torch.int64 for the CSR indices the kernels read;
             None picks int32 whenever the graph fits.
 
     Raises:
         ValueError: unknown backend name or index dtype.
-        RuntimeError: 'native' when its library could not be built (the reason named).
+        RuntimeError: 'native' when its library could not be built (the reason named);
+            'triton' when triton is not installed.
 
     Example:
         >>> with gnnforge.ops.use_backend("reference"):
@@ -89,6 +102,9 @@ def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[N
     if name == "native" and not native_available():
         raise RuntimeError(f"use_backend: the native kernels are unavailable "
                            f"({unavailable_reason()}); use 'numba'")
+    if name == "triton" and not triton_available():
+        raise RuntimeError("use_backend: the 'triton' backend needs triton; install it with: "
+                           "pip install -c constraints.txt 'gnnforge[gpu]'")
     token = _FORCED.set(Choice(name, index_dtype))
     try:
         yield
@@ -105,11 +121,19 @@ def choose(family: str, device: torch.device) -> Choice:
     forced = _FORCED.get()
     if forced is None:
         backend = DEFAULTS.get((family, device.type), "reference")
-        if backend == "native" and not native_available():
-            backend = "numba"
+        if backend in _FALLBACKS and not _FALLBACKS[backend][1]():
+            backend = _FALLBACKS[backend][0]
         return Choice(backend, None)
-    devices = _DEVICES[forced.backend]
+    devices = _devices(forced.backend)
     if devices is not None and device.type not in devices:
-        raise ValueError(f"backend {forced.backend!r} runs on {devices} tensors, got tensors on "
-                         f"{device}; use 'torch' or 'reference' there")
+        hint = (" (CPU tensors only under TRITON_INTERPRET=1, Triton's interpreter)"
+                if forced.backend == "triton" else "")
+        raise ValueError(f"backend {forced.backend!r} runs on {devices} tensors{hint}, got "
+                         f"tensors on {device}; use 'torch' or 'reference' there")
     return forced
+
+
+def _devices(backend: str) -> tuple[str, ...] | None:
+    if backend == "triton" and interpreting():
+        return ("cuda", "cpu")
+    return _DEVICES[backend]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from gnnforge.ops._generic import gsddmm, gspmm
+from gnnforge.ops._dispatch import choose
+from gnnforge.ops._generic import _arrays, gsddmm, gspmm
+from gnnforge.ops._triton import edge_softmax_triton
 
 __all__ = ["edge_softmax"]
 
@@ -17,7 +19,8 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
               m_v = \max_{e' \to v} s_{e'}
 
     Built from g-SpMM (max, sum) and g-SDDMM (e_sub_v, e_div_v), so it runs on whichever
-    backend is active; the backward is the softmax identity
+    backend is active (the Triton backend runs a fused version: `_triton/_edge_softmax`);
+    the backward is the softmax identity
     :math:`\partial s = a \odot (g - \sum_{e' \to v} a_{e'} g_{e'})`, which saves only a.
 
     Args:
@@ -36,6 +39,14 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
     if logits.dim() == 0 or logits.shape[0] != graph.num_edges:
         raise ValueError(f"logits: first dimension must be num_edges={graph.num_edges}, got "
                          f"shape {tuple(logits.shape)}")
+    choice = choose("gspmm", logits.device)
+    if choice.backend == "triton":
+        graph_device = graph.coo()[0].device
+        if graph_device != logits.device:
+            raise ValueError(f"logits are on {logits.device} but the graph is on "
+                             f"{graph_device}; move one with .to()")
+        need_grad = torch.is_grad_enabled() and logits.requires_grad
+        return edge_softmax_triton(_arrays(graph, choice.index_dtype, need_grad, True), logits)
     return _EdgeSoftmax.apply(graph, logits)
 
 

@@ -130,6 +130,21 @@ def test_edgeless_bipartite_forward_and_backward(backend, num_src, num_dst):
 
 
 @pytest.mark.parametrize("backend", FAST)
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_edgeless_max_min_backward(empty_graph, backend, reduce):
+    """Every winner is -1 on a graph without edges: zero gradients, no index error."""
+    x = torch.randn(6, 4, requires_grad=True)
+    weight = torch.randn(0, 4, requires_grad=True)
+    with ops.use_backend(backend):
+        out = (ops.gspmm(empty_graph, "mul", reduce, x, weight)
+               + ops.gspmm(empty_graph, "copy_rhs", reduce, None, weight))
+        out.sum().backward()
+    assert torch.equal(out, torch.zeros(6, 4))
+    assert torch.equal(x.grad, torch.zeros(6, 4))
+    assert weight.grad.shape == (0, 4)
+
+
+@pytest.mark.parametrize("backend", FAST)
 def test_zero_width_features(graph, backend):
     x = torch.randn(graph.num_src_nodes, 0)
     with ops.use_backend(backend):

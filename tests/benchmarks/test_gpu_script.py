@@ -1,0 +1,32 @@
+"""benchmarks/gpu.py on a machine without a GPU: one line saying why, exit status 0."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_without_gpu_it_says_why_and_exits_zero():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py")],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout
+    assert lines[0].startswith("benchmarks/gpu.py: nothing measured, no CUDA device")
+
+
+def test_unknown_section_is_named():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"),
+                             "--sections", "spmm,warp"], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2
+    assert "'warp'" in result.stdout

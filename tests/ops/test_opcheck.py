@@ -1,0 +1,108 @@
+"""`torch.library.opcheck` for every gnnforge custom op, fast backend and op family.
+
+opcheck runs the op for real and under FakeTensor, checks the schema (no aliasing or
+mutation it does not declare), the registered autograd and AOT dispatch: what
+torch.compile relies on. A fake implementation that declares the wrong shape or dtype for
+any output (as copy max/min's did for the operand it does not read) fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ._backends import CPU_FAST
+from .conftest import random_graph
+from gnnforge.graph import Graph
+from gnnforge.ops._generic import _arrays
+
+BACKENDS = [*CPU_FAST, "torch"]
+SPMM_CASES = [(op, reduce)
+              for op in ("copy_lhs", "copy_rhs", "add", "mul", "dot")
+              for reduce in ("sum", "mean", "max", "min")
+              if not (op == "dot" and reduce in ("max", "min"))]
+SDDMM_CASES = [(op, targets)
+               for op in ("add", "mul", "dot")
+               for targets in (("u", "v"), ("e", "v"), ("u", "e"), ("v", "u"))]
+# Every op the tests below cover; a newly registered op must be added with its cases.
+# The Triton backend's ops (and gspmm/gsddmm on it) are opchecked in test_triton.py, which
+# runs them through Triton's interpreter.
+TRITON_OPS = {"gnnforge::triton_edge_softmax", "gnnforge::triton_edge_softmax_grad"}
+COVERED = {"gnnforge::gspmm", "gnnforge::gsddmm", *TRITON_OPS}
+
+
+def _operands(graph, op: str, seed: int, grad: bool = True, heads: int = 2, width: int = 3):
+    """(lhs, rhs) in the padded shapes the ops receive: [N, H, D] and per-head edge data."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float64,
+                           requires_grad=grad)
+
+    x = rand(graph.num_src_nodes, heads, width)
+    # mul: per-head edge scalars (broadcast); add, dot, copy_rhs: full edge features.
+    edge_width = 1 if op == "mul" else width
+    weight = rand(graph.num_edges, heads, edge_width)
+    return (None if op == "copy_rhs" else x), (None if op == "copy_lhs" else weight)
+
+
+def _spmm_check(graph, backend, op, reduce, index_dtype=None, record_args=True, seed=0):
+    arrays = _arrays(graph, index_dtype, csc=True, coo=True)
+    # record_args=False promises that no gradient follows (a forward-only call).
+    lhs, rhs = _operands(graph, op, seed, grad=record_args)
+    torch.library.opcheck(torch.ops.gnnforge.gspmm.default,
+                          (arrays, lhs, rhs, op, reduce, backend, record_args))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("op", "reduce"), SPMM_CASES)
+def test_gspmm_passes_opcheck(backend, op, reduce):
+    _spmm_check(random_graph("square", seed=3, num_edges=40), backend, op, reduce)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("op", "reduce"), [("copy_lhs", "max"), ("copy_rhs", "min"),
+                                            ("mul", "max"), ("add", "mean")])
+def test_gspmm_passes_opcheck_on_blocks_int64_and_empty_graphs(backend, op, reduce):
+    _spmm_check(random_graph("bipartite", seed=4, num_edges=30), backend, op, reduce,
+                index_dtype=torch.int64)
+    empty = Graph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), 5)
+    _spmm_check(empty, backend, op, reduce)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs", "mul"])
+def test_gspmm_passes_opcheck_without_recorded_winners(backend, op):
+    _spmm_check(random_graph("square", seed=5, num_edges=30), backend, op, "max",
+                record_args=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("op", "targets"), SDDMM_CASES)
+def test_gsddmm_passes_opcheck(backend, op, targets):
+    graph = random_graph("bipartite", seed=6, num_edges=30)
+    arrays = _arrays(graph, None, csc=True, coo=True)
+    generator = torch.Generator().manual_seed(1)
+    rows = {"u": graph.num_src_nodes, "v": graph.num_dst_nodes, "e": graph.num_edges}
+    lhs = torch.randn(rows[targets[0]], 2, 3, generator=generator, dtype=torch.float64,
+                      requires_grad=True)
+    rhs = torch.randn(rows[targets[1]], 2, 1 if op == "mul" else 3, generator=generator,
+                      dtype=torch.float64, requires_grad=True)
+    torch.library.opcheck(torch.ops.gnnforge.gsddmm.default,
+                          (arrays, lhs, rhs, op, *targets, backend))
+
+
+def test_max_without_recorded_winners_refuses_a_backward():
+    graph = random_graph("square", seed=5, num_edges=30)
+    arrays = _arrays(graph, None, csc=True, coo=True)
+    x = torch.randn(graph.num_src_nodes, 3, requires_grad=True)
+    out = torch.ops.gnnforge.gspmm(arrays, x, None, "copy_lhs", "max", CPU_FAST[0], False)[0]
+    with pytest.raises(RuntimeError, match="record_args=False"):
+        out.sum().backward()
+
+
+def test_every_registered_gnnforge_op_is_covered():
+    registered = {name for name in torch._C._dispatch_get_all_op_names()
+                  if name.startswith("gnnforge::")}
+    assert registered >= COVERED - TRITON_OPS  # the Triton ops register on first use
+    assert registered <= COVERED, f"add opcheck cases for {sorted(registered - COVERED)}"
