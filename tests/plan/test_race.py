@@ -38,9 +38,9 @@ def test_race_warms_up_then_times_and_locks_in_the_fastest():
 
 def test_a_clearly_slower_candidate_is_dropped_after_one_run():
     race = Race(["a", "b"], samples=3, budget=1.0)
-    _run(race, {"a": 1.0, "b": 2.5})
+    _run(race, {"a": 1.0, "b": 4.5})
     assert race.winner == "a" and len(race.times[1]) == 1
-    assert race.overhead_s() == pytest.approx(3.0)  # its untimed and its timed run
+    assert race.overhead_s() == pytest.approx(7.0)  # its untimed and its timed run
 
 
 def test_the_predicted_best_loses_to_a_faster_candidate():
@@ -67,7 +67,7 @@ def test_any_race_ends_with_the_fastest_remaining_and_within_budget(speeds, samp
     assert race.done and order[-1] == race.winner
     best = min(speeds)
     # the winner is never worse than the dropping rule allows
-    assert speeds[plans.index(race.winner)] <= 2.0 * best + 1e-12
+    assert speeds[plans.index(race.winner)] <= 4.0 * best + 1e-12
     # a call is made only while its expected cost fits the budget; unknown in advance:
     # each candidate's untimed first run and its first timed run
     unknown = 2 * sum(s - best for s in speeds)
