@@ -198,8 +198,9 @@ def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
     elapsed = time.perf_counter() - start
     if len(racers) < 2:
         return AutoPlan(key, decision, "", elapsed, None, decision.chosen)
-    race = Race([plans[j] for j in racers[:_MAX_RACERS]], _SETTINGS.samples,
-                _SETTINGS.budget, _SETTINGS.horizon)
+    racers = racers[:_MAX_RACERS]
+    race = Race([plans[j] for j in racers], _SETTINGS.samples, _SETTINGS.budget,
+                _SETTINGS.horizon, [costs[j] for j in racers])
     return AutoPlan(key, decision, reason, elapsed, race)
 
 
