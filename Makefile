@@ -29,4 +29,4 @@ test: setup
 	$(VENV)/bin/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) .gnnforge_cache
+	rm -rf $(VENV) .gnnforge_cache "$${GNNFORGE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/gnnforge}"

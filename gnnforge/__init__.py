@@ -14,9 +14,11 @@ from gnnforge._version import __version__
 if TYPE_CHECKING:
     from gnnforge.graph import BipartiteGraph, Graph, GraphBatch, GraphError, Subgraph
 
-__all__ = ["BipartiteGraph", "Graph", "GraphBatch", "GraphError", "Subgraph", "__version__"]
+__all__ = ["BipartiteGraph", "Graph", "GraphBatch", "GraphError", "Subgraph", "__version__",
+           "doctor"]
 
-_LAZY = {name: "gnnforge.graph" for name in __all__ if name != "__version__"}
+_LAZY = {name: "gnnforge.graph" for name in __all__ if name not in ("__version__", "doctor")}
+_LAZY["doctor"] = "gnnforge._doctor"
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,9 @@
 Each subcommand lives beside its capability in a `_cli.py` module that defines
 `DESCRIPTION`, `configure(parser)` and `run(args) -> int`; this file only routes.
 `configure` must stay light (no torch at module level or in `configure`): `--help` and
-argument errors never import torch; `run` imports what the command needs.
+argument errors never import torch; `run` imports what the command needs. A module may
+also define `starting(args) -> str | None`: a line printed on stderr before torch is
+imported, so a long command says what it does from its first second.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ COMMANDS = {
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
     "plan": "gnnforge.plan._cli",
+    "tune": "gnnforge.ops._tune_cli",
+    "doctor": "gnnforge._doctor",
 }
 
 # Errors a command raises for a bad value the user gave (a name, a number, a file): one
@@ -86,6 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         abandon_deferred()
         parser.print_help()
         return 2
+    starting = getattr(modules[args.command], "starting", None)
+    line = starting(args) if starting is not None and args.progress is not False else None
+    if line:
+        print(line, file=sys.stderr, flush=True)
     try:
         run_deferred()
         with progress_switch(getattr(args, "progress", None)):

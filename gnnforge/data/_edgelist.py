@@ -75,6 +75,13 @@ def read_edge_list(
             raise DataFormatError(
                 path, "node ids must be integers", line_of_row(body, row, first_line)
             )
+        if ends.size and np.abs(ends).max() >= 2**53:
+            row = int(np.nonzero((np.abs(ends) >= 2**53).any(1))[0][0])
+            raise DataFormatError(
+                path, f"node id {int(np.abs(ends[row]).max())} reaches 2**53: a weighted "
+                "list is parsed as floats, which cannot hold such ids exactly",
+                line_of_row(body, row, first_line),
+            )
         ends = ends.astype(np.int64)
         if not np.isfinite(table[:, 2]).all():
             row = int(np.nonzero(~np.isfinite(table[:, 2]))[0][0])

@@ -33,6 +33,7 @@ import torch
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._errors import DataFormatError
 from gnnforge.data._safe_pickle import safe_load
+from gnnforge.data._sparse import checked_matrix
 from gnnforge.data._text import parse_table, read_bytes
 from gnnforge.graph import Graph
 
@@ -54,11 +55,7 @@ def planetoid_files(root: str | Path, name: str) -> dict[str, Path]:
 
 
 def _features(path: Path, value: Any) -> scipy.sparse.csr_matrix:
-    if scipy.sparse.issparse(value):
-        return scipy.sparse.csr_matrix(value)
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        return scipy.sparse.csr_matrix(value)
-    raise DataFormatError(path, f"expected a feature matrix, got {type(value).__name__}")
+    return checked_matrix(path, "feature matrix", value)
 
 
 def _labels(path: Path, value: Any) -> np.ndarray:

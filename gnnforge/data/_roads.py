@@ -22,6 +22,7 @@ import torch
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._errors import DataFormatError
 from gnnforge.data._mtx import read_matrix_market, read_matrix_market_array
+from gnnforge.data._sparse import checked_matrix
 from gnnforge.graph import Graph
 
 __all__ = ["read_mat_graph", "read_mtx_with_coordinates"]
@@ -52,12 +53,12 @@ def read_mat_graph(
         raise DataFormatError(path, f"no 'Problem' struct (variables: {variables})")
     problem = contents["Problem"]
     matrix = _field(problem, "A", path)
-    if not scipy.sparse.issparse(matrix) or matrix.shape[0] != matrix.shape[1]:
-        raise DataFormatError(
-            path,
-            f"Problem.A must be a square sparse matrix, got "
-            f"{type(matrix).__name__} {getattr(matrix, 'shape', None)}",
-        )
+    if not scipy.sparse.issparse(matrix):
+        raise DataFormatError(path, f"Problem.A must be a sparse matrix, got "
+                              f"{type(matrix).__name__}")
+    matrix = checked_matrix(path, "Problem.A", matrix)
+    if matrix.shape[0] != matrix.shape[1]:
+        raise DataFormatError(path, f"Problem.A must be square, got shape {matrix.shape}")
     coo = matrix.tocoo()
     node_data = {}
     meta: dict[str, Any] = {"format": "SuiteSparse .mat", "files": [str(path)]}

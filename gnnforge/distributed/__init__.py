@@ -5,6 +5,7 @@ from gnnforge.distributed._exchange import (ExchangePlan, PeerError, Traffic, al
                                             exchange, traffic)
 from gnnforge.distributed._launch import ProcessResult, free_port, init_from_env, spawn
 from gnnforge.distributed._partition import balance, edge_cut, partition_nodes, rebalance
+from gnnforge.distributed._rendezvous import rendezvous_timeout
 
 __all__ = [
     "CooperativeMinibatch",
@@ -21,6 +22,7 @@ __all__ = [
     "init_from_env",
     "partition_nodes",
     "rebalance",
+    "rendezvous_timeout",
     "spawn",
     "traffic",
 ]

@@ -121,10 +121,11 @@ class RGCNConv(nn.Module):
         edge_type = edge_type.to(torch.int64)
         slot = edge_type * num_dst + dst                               # (relation, dst) id
         if by_dst:
-            view = BipartiteGraph(src, slot, num_src, relations * num_dst)
+            view = BipartiteGraph._trusted(src, slot, num_src, relations * num_dst)
             weight = torch.ones(0)
         else:
-            view = BipartiteGraph(edge_type * num_src + src, dst, relations * num_src, num_dst)
+            view = BipartiteGraph._trusted(edge_type * num_src + src, dst, relations * num_src,
+                                           num_dst)
             weight = torch.ones(src.numel(), device=src.device)
             if self.aggr == "mean":
                 counts = torch.bincount(slot, minlength=relations * num_dst)

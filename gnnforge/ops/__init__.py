@@ -3,10 +3,14 @@
 `gspmm` reduces per-edge messages onto destination nodes, `gsddmm` computes one value
 per edge; the shortcuts (`copy_u_sum`, `u_mul_e_sum`, `u_dot_v`, ...) name common cases
 and `edge_softmax` normalises attention logits. `use_backend` forces a backend;
-`empty_cache` releases the reused output buffers of the native kernels. See
-docs/kernels.md.
+`empty_cache` releases the reused output buffers of the native kernels. On CPU the
+default backend, `auto`, runs per kernel class the candidate measured fastest on this
+machine (`tune` measures them up front; `kernel_choices`, `measured_classes` and
+`machine_fingerprint` say what was chosen and where). See docs/kernels.md.
 """
 
+from gnnforge.ops._autotune import kernel_choices, machine_fingerprint, measured_classes, tune
+from gnnforge.ops._autotune import record_path as tuning_record_path
 from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
 from gnnforge.ops._dispatch import BACKENDS, use_backend
 from gnnforge.ops._edge_softmax import edge_softmax
@@ -66,6 +70,9 @@ __all__ = [
     "empty_cache",
     "gsddmm",
     "gspmm",
+    "kernel_choices",
+    "machine_fingerprint",
+    "measured_classes",
     "u_add_e_max",
     "u_add_e_sum",
     "u_add_v",
@@ -80,6 +87,8 @@ __all__ = [
     "u_mul_e_sum",
     "u_mul_v",
     "u_sub_e_sum",
+    "tune",
+    "tuning_record_path",
     "u_sub_v",
     "use_backend",
 ]

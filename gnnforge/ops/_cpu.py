@@ -38,16 +38,39 @@ _PARALLEL_WORK = 2**18
 
 
 def _launch(kernel, rows: int, work: int, *args) -> None:
-    """Call `kernel(*args, num_chunks)` with equal-work chunks, a few per thread."""
-    if work >= _PARALLEL_WORK:
-        kernel(*args, max(1, min(rows, 4 * numba.get_num_threads())))
-        return
+    """Call `kernel(*args, num_chunks)` with equal-work chunks, a few per thread.
+
+    numba runs as many threads as torch is set to use (`torch.set_num_threads`, which
+    OMP_NUM_THREADS and our distributed launcher set), never more.
+    """
+    threads = _numba_threads()           # first: starting the pool must not move torch's
+    threads = threads if work >= _PARALLEL_WORK else 1
     previous = numba.get_num_threads()
-    numba.set_num_threads(1)
+    numba.set_num_threads(threads)
     try:
-        kernel(*args, 1)
+        kernel(*args, max(1, min(rows, 4 * threads)))
     finally:
         numba.set_num_threads(previous)
+
+
+_pool_started: list[bool] = []
+
+
+def _numba_threads() -> int:
+    """Threads for a parallel numba kernel: torch's count, capped by numba's pool.
+
+    Starting numba's OpenMP pool sets the process-wide OpenMP thread count to
+    NUMBA_NUM_THREADS (all cores), which silently raised torch.get_num_threads() from 1
+    to all cores under OMP_NUM_THREADS=1; the pool is started once here and torch's
+    count put back.
+    """
+    if not _pool_started:
+        wanted = torch.get_num_threads()
+        numba.get_num_threads()                      # starts the pool
+        if torch.get_num_threads() != wanted:
+            torch.set_num_threads(wanted)
+        _pool_started.append(True)
+    return max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
 
 
 def _compute(tensor: Tensor) -> Tensor:

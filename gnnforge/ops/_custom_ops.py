@@ -23,18 +23,13 @@ import math
 import torch
 from torch import Tensor
 
-from gnnforge.ops._cpu import extreme_grad_cpu, mean_grad_cpu
-from gnnforge.ops._dispatch import KERNELS
-from gnnforge.ops._native import extreme_grad_native, mean_grad_native
+from gnnforge.ops._candidates import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
+from gnnforge.ops._dispatch import kernel
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
 
 __all__ = ["mean_scaled", "reverse_arrays", "sddmm_op", "spmm", "spmm_op"]
 
 ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
-
-# backend -> CSC-pull gradient kernels of copy_u mean and copy_u max/min.
-_MEAN_GRAD = {"native": mean_grad_native, "numba": mean_grad_cpu}
-_EXTREME_GRAD = {"native": extreme_grad_native, "numba": extreme_grad_cpu}
 
 
 def reverse_arrays(arrays: list[Tensor]) -> list[Tensor]:
@@ -87,8 +82,9 @@ def _(arrays, lhs, rhs, op, reduce, backend, record_args):
 
 
 def _arg_dtype(arrays: list[Tensor], op: str, backend: str) -> torch.dtype:
-    """dtype of the recorded max/min winners: the native copy kernels use the index dtype."""
-    if backend == "native" and op in ("copy_lhs", "copy_rhs"):
+    """dtype of the recorded max/min winners: the index dtype for copy ops on the native
+    and auto backends (auto converts a numba winner's), int64 elsewhere."""
+    if (backend == "auto" or backend.startswith("native")) and op in ("copy_lhs", "copy_rhs"):
         return arrays[ROWPTR].dtype
     return torch.int64
 
@@ -124,8 +120,8 @@ def spmm(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str, 
 
 
 def _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args):
-    kernel = KERNELS[("gspmm", backend)]
-    return kernel(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op, reduce, record_args)
+    return kernel("gspmm", backend)(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op,
+                                    reduce, record_args)
 
 
 def _spmm_setup(ctx, inputs, output):
@@ -159,13 +155,12 @@ def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
 
 def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     op, backend = ctx.op, ctx.backend
-    if (ctx.reduce == "mean" and op == "copy_lhs" and backend in _MEAN_GRAD
+    if (ctx.reduce == "mean" and op == "copy_lhs" and is_cpu_backend(backend)
             and not torch.is_grad_enabled() and _eager(grad_out)):
-        width = math.prod(grad_out.shape[1:])  # explicit: a graph may have no nodes
-        grad = _MEAN_GRAD[backend](arrays[COLPTR], arrays[ROW], arrays[ROWPTR],
-                                   grad_out.reshape(grad_out.shape[0], width), ctx.lhs_rows)
-        return (reduce_to_shape(grad.reshape(grad.shape[0], *grad_out.shape[1:]),
-                                ctx.lhs_shape), None)
+        rows = grad_out.reshape(grad_out.shape[0], math.prod(grad_out.shape[1:]))
+        grad = mean_grad_kernel(backend)(arrays[COLPTR], arrays[ROW], arrays[ROWPTR], rows,
+                                         ctx.lhs_rows)
+        return reduce_to_shape(grad.reshape(-1, *grad_out.shape[1:]), ctx.lhs_shape), None
     if ctx.reduce == "mean":
         grad_out = mean_scaled(arrays, grad_out)
     grad_lhs = grad_rhs = None
@@ -218,7 +213,7 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))  # [M, K]
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1] and _pull_extreme_grad(ctx, grad_flat, arg_lhs):
-        grad = _EXTREME_GRAD[ctx.backend](arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat,
+        grad = extreme_grad_kernel(ctx.backend)(arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat,
                                           ctx.lhs_rows)
         grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
     elif ctx.needs_input_grad[1]:
@@ -238,7 +233,7 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
 
 def _pull_extreme_grad(ctx, grad_flat: Tensor, arg: Tensor) -> bool:
     """copy_u max/min on a CPU backend, eager, no second derivative: the CSC kernel."""
-    return (ctx.op == "copy_lhs" and ctx.backend in _EXTREME_GRAD and not torch.is_grad_enabled()
+    return (ctx.op == "copy_lhs" and is_cpu_backend(ctx.backend) and not torch.is_grad_enabled()
             and _eager(grad_flat, arg))
 
 
@@ -315,8 +310,8 @@ def sddmm_op(arrays: list[Tensor], lhs: Tensor, rhs: Tensor, op: str, lhs_target
              rhs_target: str, backend: str) -> Tensor:
     """out [E, *F] = op(lhs[lhs_target(e)], rhs[rhs_target(e)]) for binary ops."""
     num_edges = arrays[SRC].shape[0]
-    kernel = KERNELS[("gsddmm", backend)]
-    return kernel(_target_rows(arrays, lhs_target, num_edges, lhs.device),
+    sddmm_kernel = kernel("gsddmm", backend)
+    return sddmm_kernel(_target_rows(arrays, lhs_target, num_edges, lhs.device),
                   _target_rows(arrays, rhs_target, num_edges, lhs.device), lhs, rhs, op)
 
 

@@ -2,46 +2,50 @@
 
 Backends:
     reference: plain PyTorch gather/scatter (`_reference`), any device, autograd by PyTorch.
-    native:    C++ pull kernels over CSR (`_native`, built on first use), CPU tensors only.
-               CPU default when its library builds; ops it lacks run numba's kernels.
-    numba:     compiled pull kernels over CSR (`_cpu`), CPU tensors only. CPU default
-               when the native library cannot be built.
+    auto:      the CPU default: per kernel class, the candidate measured fastest on this
+               machine (`_autotune`; candidates are the native variants, numba and mkl).
+    native:    C++ pull kernels over CSR (`_native`, built on first use), CPU tensors only,
+               the host's widest instruction-set variant; 'native:sse2', 'native:avx2',
+               'native:avx512' (x86) force one variant. Ops it lacks run numba's kernels.
+    numba:     compiled pull kernels over CSR (`_cpu`), CPU tensors only.
+    mkl:       copy_u sum/mean as torch.sparse.mm (MKL), the rest numba's; CPU only.
     triton:    Triton kernels (`_triton`), CUDA tensors; CUDA default when triton imports.
                CPU tensors only under TRITON_INTERPRET=1 (Triton's interpreter, for tests).
     torch:     chunked PyTorch ops over CSR (`_torch_path`), any device. CUDA default when
                triton is not installed.
 
-The fast backends run behind the `gnnforge::gspmm` / `gnnforge::gsddmm` custom ops
-(`_custom_ops`), which carry autograd; the reference backend does not need them.
+`GNNFORGE_BACKEND=NAME` forces a backend for the whole process (a `use_backend` block
+still wins inside it). The fast backends run behind the `gnnforge::gspmm` /
+`gnnforge::gsddmm` custom ops (`_custom_ops`), which carry autograd; the reference
+backend does not need them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+import functools
+import os
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import torch
 
-from gnnforge.ops._cpu import gsddmm_cpu, gspmm_cpu
+from gnnforge.ops._candidates import is_cpu_backend, spmm_kernel
 from gnnforge.ops._native import available as native_available
-from gnnforge.ops._native import gsddmm_native, gspmm_native
-from gnnforge.ops._native_build import unavailable_reason
+from gnnforge.ops._native import gsddmm_native
+from gnnforge.ops._native_build import available_variants, unavailable_reason
 from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
 from gnnforge.ops._triton import available as triton_available
 from gnnforge.ops._triton import gsddmm_triton, gspmm_triton, interpreting
 
-__all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "use_backend"]
+__all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "forced", "kernel", "use_backend"]
 
-BACKENDS = ("reference", "native", "numba", "torch", "triton")
+BACKENDS = ("reference", "auto", "native", "numba", "mkl", "torch", "triton")
 
-# (op family, backend) -> kernel. Each kernel takes CSR arrays and padded operands.
+# (op family, backend) -> kernel, for the backends that are not CPU kernel tables
+# (`_candidates` resolves 'auto', 'native[:VARIANT]', 'numba' and 'mkl' for g-SpMM).
 KERNELS = {
-    ("gspmm", "native"): gspmm_native,   # CPU; copy ops native, the rest numba's
-    ("gsddmm", "native"): gsddmm_native,
-    ("gspmm", "numba"): gspmm_cpu,     # CPU; float32/float64 (others computed in float32)
-    ("gsddmm", "numba"): gsddmm_cpu,
     ("gspmm", "torch"): gspmm_torch,   # any device and dtype PyTorch's scatter supports
     ("gsddmm", "torch"): gsddmm_torch,
     ("gspmm", "triton"): gspmm_triton,   # CUDA (CPU under TRITON_INTERPRET=1); imports lazily
@@ -49,20 +53,18 @@ KERNELS = {
 }
 
 # (op family, device type) -> default backend; devices not listed run the reference.
-# "native" falls back to "numba" when its library cannot be built (`_native_build`),
-# "triton" to "torch" when triton is not installed (the `gpu` extra).
+# "triton" falls back to "torch" when triton is not installed (the `gpu` extra).
 DEFAULTS = {
-    ("gspmm", "cpu"): "native",
-    ("gsddmm", "cpu"): "native",
+    ("gspmm", "cpu"): "auto",
+    ("gsddmm", "cpu"): "auto",
     ("gspmm", "cuda"): "triton",
     ("gsddmm", "cuda"): "triton",
 }
-_FALLBACKS = {"native": ("numba", native_available), "triton": ("torch", triton_available)}
+_FALLBACKS = {"triton": ("torch", triton_available)}
 
-# Devices each backend can run on (None: any); "triton" also takes CPU tensors while
-# TRITON_INTERPRET=1 (see `_devices`).
-_DEVICES = {"reference": None, "native": ("cpu",), "numba": ("cpu",), "torch": None,
-            "triton": ("cuda",)}
+# Devices each backend can run on (None: any; not listed: CPU); "triton" also takes CPU
+# tensors while TRITON_INTERPRET=1 (see `_devices`).
+_DEVICES = {"reference": None, "torch": None, "triton": ("cuda",)}
 
 
 class Choice(NamedTuple):
@@ -74,42 +76,78 @@ _FORCED: contextvars.ContextVar[Choice | None] = contextvars.ContextVar(
     "gnnforge_ops_backend", default=None)
 
 
+def kernel(family: str, backend: str) -> Callable:
+    """The kernel of `family` ('gspmm' or 'gsddmm') for backend `backend`."""
+    if is_cpu_backend(backend):
+        return spmm_kernel(backend) if family == "gspmm" else gsddmm_native
+    return KERNELS[(family, backend)]
+
+
+def _check_name(name: str, where: str) -> None:
+    if name.startswith("native:"):
+        variants = [variant.name for variant in available_variants()]
+        if name.split(":", 1)[1] not in variants:
+            raise ValueError(f"{where}: {name!r} is not a native variant this CPU can run; "
+                             f"available: {['native:' + v for v in variants]}")
+    elif name not in BACKENDS:
+        raise ValueError(f"{where}: backend must be one of {BACKENDS} or 'native:VARIANT', "
+                         f"got {name!r}")
+    variant = name.split(":", 1)[1] if name.startswith("native:") else None
+    if name.startswith("native") and not native_available(variant):
+        raise RuntimeError(f"{where}: the native kernels are unavailable "
+                           f"({unavailable_reason(variant)}); use 'auto' or 'numba'")
+    if name == "triton" and not triton_available():
+        raise RuntimeError(f"{where}: the 'triton' backend needs triton; install it with: "
+                           "pip install -c constraints.txt 'gnnforge[gpu]'")
+
+
 @contextlib.contextmanager
 def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[None]:
     """Force every gnnforge.ops call inside the block onto one backend.
 
     Args:
-        name: 'reference', 'native' (C++, CPU), 'numba' (CPU), 'torch' (PyTorch ops,
-            any device) or 'triton' (Triton kernels: CUDA, or CPU tensors through
-            Triton's interpreter when TRITON_INTERPRET=1).
+        name: 'reference', 'auto' (measured per kernel class), 'native' (C++, CPU; or
+            'native:sse2' / 'native:avx2' / 'native:avx512' for one variant), 'numba'
+            (CPU), 'mkl' (CPU), 'torch' (PyTorch ops, any device) or 'triton' (Triton
+            kernels: CUDA, or CPU tensors through Triton's interpreter when
+            TRITON_INTERPRET=1).
         index_dtype: torch.int32 or torch.int64 for the CSR indices the kernels read;
             None picks int32 whenever the graph fits.
 
     Raises:
-        ValueError: unknown backend name or index dtype.
-        RuntimeError: 'native' when its library could not be built (the reason named);
-            'triton' when triton is not installed.
+        ValueError: unknown backend name, variant or index dtype.
+        RuntimeError: a native backend when its library could not be built (the reason
+            named); 'triton' when triton is not installed.
 
     Example:
         >>> with gnnforge.ops.use_backend("reference"):
         ...     out = gnnforge.ops.copy_u_sum(graph, x)
     """
-    if name not in BACKENDS:
-        raise ValueError(f"use_backend: name must be one of {BACKENDS}, got {name!r}")
+    _check_name(name, "use_backend")
     if index_dtype not in (None, torch.int32, torch.int64):
         raise ValueError(f"use_backend: index_dtype must be torch.int32, torch.int64 or None, "
                          f"got {index_dtype}")
-    if name == "native" and not native_available():
-        raise RuntimeError(f"use_backend: the native kernels are unavailable "
-                           f"({unavailable_reason()}); use 'numba'")
-    if name == "triton" and not triton_available():
-        raise RuntimeError("use_backend: the 'triton' backend needs triton; install it with: "
-                           "pip install -c constraints.txt 'gnnforge[gpu]'")
     token = _FORCED.set(Choice(name, index_dtype))
     try:
         yield
     finally:
         _FORCED.reset(token)
+
+
+@functools.lru_cache(maxsize=4)
+def _environment_backend(value: str) -> Choice | None:
+    if not value:
+        return None
+    _check_name(value, "GNNFORGE_BACKEND")
+    return Choice(value, None)
+
+
+def forced() -> Choice | None:
+    """The backend forced by `use_backend` or, outside any block, by GNNFORGE_BACKEND."""
+    choice = _FORCED.get()
+    if choice is None:
+        choice = _environment_backend(os.environ.get("GNNFORGE_BACKEND", "").strip())
+    return choice
 
 
 def choose(family: str, device: torch.device) -> Choice:
@@ -118,22 +156,22 @@ def choose(family: str, device: torch.device) -> Choice:
     Raises:
         ValueError: when the forced backend cannot run on `device`.
     """
-    forced = _FORCED.get()
-    if forced is None:
+    choice = forced()
+    if choice is None:
         backend = DEFAULTS.get((family, device.type), "reference")
         if backend in _FALLBACKS and not _FALLBACKS[backend][1]():
             backend = _FALLBACKS[backend][0]
         return Choice(backend, None)
-    devices = _devices(forced.backend)
+    devices = _devices(choice.backend)
     if devices is not None and device.type not in devices:
         hint = (" (CPU tensors only under TRITON_INTERPRET=1, Triton's interpreter)"
-                if forced.backend == "triton" else "")
-        raise ValueError(f"backend {forced.backend!r} runs on {devices} tensors{hint}, got "
+                if choice.backend == "triton" else "")
+        raise ValueError(f"backend {choice.backend!r} runs on {devices} tensors{hint}, got "
                          f"tensors on {device}; use 'torch' or 'reference' there")
-    return forced
+    return choice
 
 
 def _devices(backend: str) -> tuple[str, ...] | None:
     if backend == "triton" and interpreting():
         return ("cuda", "cpu")
-    return _DEVICES[backend]
+    return _DEVICES.get(backend, ("cpu",))

@@ -19,7 +19,7 @@ from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._native_build import load
 
 __all__ = ["available", "extreme_grad_native", "gsddmm_native", "gspmm_native",
-           "mean_grad_native"]
+           "mean_grad_native", "supports"]
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -29,6 +29,16 @@ _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 _PARALLEL_WORK = 2**18
 # The max/min gradient's column scatter runs on one thread for rows this wide (measured).
 _SERIAL_SCATTER_BYTES = 1024
+
+
+# Kernel primitives (as `_autotune` names them) the library computes itself; the rest of
+# the backend's ops run numba's kernels, so native variants are no candidates for them.
+_NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad"})
+
+
+def supports(primitive: str, reduce: str) -> bool:
+    """True when the library has its own kernel for `primitive` (any reduce)."""
+    return primitive in _NATIVE_PRIMITIVES
 
 
 def available(variant: str | None = None) -> bool:

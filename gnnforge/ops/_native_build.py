@@ -290,6 +290,8 @@ def load(variant: str | None = None) -> ctypes.CDLL | None:
                 copy.unlink()  # the mapping stays valid after the file is gone
     except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as error:
         _reasons[name] = f"{type(error).__name__}: {error}"
+        if len(_reasons) > 1:
+            return None                 # one warning per process, not one per variant
         warnings.warn(f"gnnforge.ops: native kernels ({name}) unavailable, using other "
                       f"backends ({_reasons[name]})", RuntimeWarning, stacklevel=3)
         return None

@@ -68,6 +68,7 @@ class CooperativeBatches:
         self._seeds: list[Tensor] = []
         self._epoch = 0
         self._counts = torch.zeros(4, dtype=torch.float64)  # edges, sent, received, batches
+        self._resumed: dict[str, Any] | None = None  # counters to restore in start_epoch
 
     def start_epoch(self, epoch: int, train_nodes: Tensor) -> int:
         from gnnforge.sampling import NodeSeeds
@@ -78,6 +79,11 @@ class CooperativeBatches:
         self._counts.zero_()
         if self.store is not None:
             self.store.reset_stats()
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and resumed["epoch"] == epoch:  # resuming mid-epoch
+            self._counts.copy_(resumed["counts"])
+            if self.store is not None:
+                self.store.load_state_dict(resumed["store"])
         return len(self._seeds)
 
     def batch(self, index: int) -> CooperativeBatch:
@@ -109,7 +115,13 @@ class CooperativeBatches:
         return stats
 
     def state_dict(self) -> dict[str, Any]:
-        return {}  # keys are a pure function of (seed, epoch, step)
+        """This process's epoch counters and feature cache (sampling keys are a pure
+        function of (seed, epoch, step)); the engine saves one per process."""
+        return {"epoch": self._epoch, "counts": self._counts.clone(),
+                "store": None if self.store is None else self.store.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        del state
+        if "epoch" in state:  # applied by start_epoch, which resets the counters
+            self._resumed = state
+            if self.store is not None and state["store"] is not None:
+                self.store.load_state_dict(state["store"])

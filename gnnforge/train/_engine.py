@@ -21,7 +21,8 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from gnnforge.plan._auto import PlanPrinter
-from gnnforge.train._checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint
+from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
+                                        load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._log import format_table, write_metrics
 
@@ -93,6 +94,8 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     """Train `task` as `config` says; returns the summary (also written to metrics.json)."""
     rank, world = init_distributed()
     out_dir = Path(config.out_dir)
+    if rank == 0:
+        check_out_dir(out_dir)  # before the first epoch, not after it
     torch.manual_seed(config.seed)
     model = task.build_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
@@ -139,6 +142,10 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
 def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank: int,
             world: int):
     state = load_checkpoint(path)
+    missing = [key for key in _CHECKPOINT_KEYS if key not in state]
+    if missing or not isinstance(state["config"], dict):
+        raise CheckpointError(f"{path}: not a gnnforge train checkpoint (missing {missing}); "
+                              "delete it or use another --out-dir")
     if state["config"].get("task") != config.task or state["config"].get("seed") != config.seed:
         raise ValueError(f"--resume: {path} was written by task={state['config'].get('task')!r}"
                          f" seed={state['config'].get('seed')}, not task={config.task!r} "
@@ -150,12 +157,24 @@ def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank:
                          f"--distributed {written[1]}, but this run has {world} with "
                          f"--distributed {config.distributed}; the batch assignment would "
                          "differ, so resume with the same launch (or use another --out-dir)")
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    task.load_state_dict(state["task"])
-    # Every process continues its own random streams (dropout masks differ by rank).
-    restore_rng(state["rng_per_rank"][rank] if "rng_per_rank" in state else state["rng"])
-    return _Progress(**state["progress"]), list(state["history"]), state["best_model"]
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        # Each process restores its own task state (epoch counters, feature cache).
+        task.load_state_dict(state["task_per_rank"][rank] if "task_per_rank" in state
+                             else state["task"])
+        # Every process continues its own random streams (dropout masks differ by rank).
+        restore_rng(state["rng_per_rank"][rank] if "rng_per_rank" in state else state["rng"])
+        return _Progress(**state["progress"]), list(state["history"]), state["best_model"]
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise CheckpointError(f"{path}: does not fit this run ({type(error).__name__}: "
+                              f"{reason}); resume with the options that wrote it, or use "
+                              "another --out-dir") from error
+
+
+# What `_Saver.save` writes and `_resume` reads (plus rng or rng_per_rank).
+_CHECKPOINT_KEYS = ("model", "optimizer", "progress", "history", "best_model", "task", "config")
 
 
 class _Saver:
@@ -172,8 +191,9 @@ class _Saver:
             import torch.distributed as dist
 
             states: list[Any] = [None] * self.world
-            dist.all_gather_object(states, rng)
-            payload["rng_per_rank"] = states
+            dist.all_gather_object(states, (rng, self.task.state_dict()))
+            payload["rng_per_rank"] = [rng_state for rng_state, _ in states]
+            payload["task_per_rank"] = [task_state for _, task_state in states]
         if self.rank != 0:
             return
         payload.update({

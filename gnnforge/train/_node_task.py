@@ -36,9 +36,15 @@ def _synthetic_sbm(seed: int) -> Graph:
 
 
 def load_node_dataset(name: str, seed: int = 0) -> tuple[Graph, str]:
-    """(graph with node data x, y, train/val/test masks, description) for `name`."""
-    if name == "sbm":
+    """(graph with node data x, y, train/val/test masks, description) for `name`: a
+    node-labelled graph of the dataset registry or 'sbm' (generated, labelled)."""
+    if name.lower() == "sbm":
         return _synthetic_sbm(seed), "synthetic 4-block SBM (2,000 nodes), noisy features"
+    if name.lower() not in ("cora", "citeseer", "pubmed"):
+        from gnnforge.train._node_data import labelled_graph
+
+        return labelled_graph(name, seed)
+    name = name.lower()
     from gnnforge.data import read_planetoid, shared_datasets_dir
 
     root = shared_datasets_dir()

@@ -121,13 +121,13 @@ def _structure(batch: GraphBatch, backend: str, compiled) -> GraphBatch | Banded
 
 
 def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
-             compiled) -> tuple[float, float]:
+             compiled, progress: bool = False, desc: str = "evaluate") -> tuple[float, float]:
     """(accuracy, chance accuracy) over the batches; NaN for an empty split."""
     correct = total = 0
     chance = 0.0
     model.eval()
     with torch.no_grad():
-        for batch in batches:
+        for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
             scores = model(batch, _structure(batch, backend, compiled))
             _, hits, count = candidate_loss(scores, batch)
             correct += hits
@@ -206,9 +206,12 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
         model = _train(config, examples.num_labels, steps, backend, compiled["train"],
                        list(range(len(compiled["train"].supergraphs))), rank, world)
         row = dict(train_backend=backend, num_steps=steps)
+        show = config.progress and rank == 0
         for name in ("valid", "test"):
-            row[f"{name}_sparse"], _ = evaluate(model, batches[name], "sparse", compiled[name])
-            row[f"{name}_banded"], _ = evaluate(model, batches[name], "banded", compiled[name])
+            for kind in ("sparse", "banded"):
+                row[f"{name}_{kind}"], _ = evaluate(
+                    model, batches[name], kind, compiled[name], show,
+                    f"{backend} T={steps}: {name} accuracy, {kind} propagation")
         rows.append(row)
         if config.sync_file and backend == config.backends[0] and steps == config.num_steps:
             _save_parameters(model, f"{config.sync_file}.rank{rank}")

@@ -84,8 +84,13 @@ def test_ineligible_calls_fall_back_with_the_same_result(reduce):
     features = torch.randn(20, 2, 3, dtype=torch.float64)      # 3-D
     assert copy_u_fast(graph, reduce, x) is None
     assert copy_u_fast(graph, reduce, features) is None
-    with ops.use_backend("numba"):
-        assert copy_u_fast(graph, reduce, x.contiguous()) is None
+    for backend, index_dtype in (("torch", None), ("reference", None), ("numba", torch.int64)):
+        with ops.use_backend(backend, index_dtype=index_dtype):
+            assert copy_u_fast(graph, reduce, x.contiguous()) is None
+    for backend in ("numba", "mkl"):                           # any CPU backend is eligible
+        with ops.use_backend(backend):
+            torch.testing.assert_close(copy_u_fast(graph, reduce, x.contiguous()),
+                                       _reference(graph, reduce, x))
     torch.testing.assert_close(FUNCTIONS[reduce](graph, x), _reference(graph, reduce, x))
     torch.testing.assert_close(FUNCTIONS[reduce](graph, features),
                                _reference(graph, reduce, features))

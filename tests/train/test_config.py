@@ -35,7 +35,7 @@ def test_bad_toml(tmp_path, text, message):
 
 @pytest.mark.parametrize("overrides, message", [
     ({"task": "nodes"}, "--task must be one of"),
-    ({"task": "node", "dataset": "nci-tpsa"}, "a molecule set: use --task graph"),
+    ({"task": "node", "dataset": "nci-tpsa"}, "it is a molecule set .*; use --task graph"),
     ({"task": "graph", "dataset": "pubmed"}, "use --task node --dataset pubmed"),
     ({"task": "node", "sampler": "labor"}, "--sampler needs --mode sampled"),
     ({"task": "node", "dependent": 4}, "--dependent needs --mode sampled"),

@@ -1,0 +1,181 @@
+"""Kernel selection on this machine: the default path vs every candidate and vs DGL.
+
+For each cell of the spmm grid (copy_u_sum on R-MAT 2^17/2^21 and Pubmed, F = 16, 64,
+256, forward and forward + backward) it times, in one process and run:
+
+- `default`: gnnforge's default CPU path (`auto`: per kernel class, the candidate this
+  machine measured fastest; the first call measures if no record exists),
+- every candidate forced on its own (`native:sse2`, `native:avx2`, `native:avx512`,
+  `numba`, `mkl`),
+- DGL 2.1's `dgl.ops.copy_u_sum` with libxsmm on (its AVX-512 path, where the CPU has it)
+  and off (the generic OpenMP loop every other CPU gets), and `torch.sparse.mm`,
+
+and prints `default / best candidate` (selection target: <= 1.10) and `fastest DGL /
+default` (speed target: > 1). Every time is the median of --repeats runs after one
+warm-up run.
+
+    python benchmarks/kernel_selection.py                      # this machine, all candidates
+    python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2
+
+`--restrictions` re-runs the grid in fresh processes with the candidates restricted to
+AVX2 (GNNFORGE_ISA=avx2, NUMBA_CPU_NAME=haswell, MKL_ENABLE_INSTRUCTIONS=AVX2) and to
+SSE2 (GNNFORGE_ISA=sse2, NUMBA_CPU_NAME=x86-64, MKL_ENABLE_INSTRUCTIONS=SSE4_2), standing
+in for machines without AVX-512 or with slow wide vectors; each restriction has its own
+tuning record, so the default path measures again there. Run it in a venv that has DGL
+and PyG (../shared/peers/install_peers.sh VENV) with gnnforge on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spmm import _load, _median_ms  # noqa: E402  (the same workloads and timing as spmm.py)
+
+import gnnforge.ops as ops  # noqa: E402
+from gnnforge.data import shared_datasets_dir  # noqa: E402
+from gnnforge.ops import _autotune  # noqa: E402
+from gnnforge.ops._autotune import KernelClass  # noqa: E402
+
+RESTRICTIONS = {
+    "all": {},
+    "avx2": {"GNNFORGE_ISA": "avx2", "NUMBA_CPU_NAME": "haswell",
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "sse2": {"GNNFORGE_ISA": "sse2", "NUMBA_CPU_NAME": "x86-64",
+             "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+}
+
+
+def _dgl():
+    """The dgl module, or None with the reason printed (it is a peer, never a dependency)."""
+    try:
+        import dgl
+        return dgl
+    except Exception as error:  # noqa: BLE001  (any import failure: report and go on)
+        print(f"DGL skipped: cannot import it ({type(error).__name__}: {error})")
+        return None
+
+
+def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
+    """name -> zero-argument callable computing copy_u_sum (and its x-gradient) once."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(graph.num_nodes, width, generator=generator).requires_grad_(backward)
+    grad = torch.randn(graph.num_nodes, width, generator=generator)
+    rowptr, col, _ = graph.csr()
+    csr = torch.sparse_csr_tensor(rowptr, col, torch.ones(graph.num_edges), (graph.num_nodes,) * 2)
+
+    def run(function):
+        def call():
+            out = function()
+            if backward:
+                torch.autograd.grad(out, x, grad)
+        return call
+
+    def forced(name):
+        def call():
+            with ops.use_backend(name):
+                return ops.copy_u_sum(graph, x)
+        return call
+
+    methods = {"default": run(lambda: ops.copy_u_sum(graph, x))}
+    for name in _autotune.candidates(KernelClass("copy_lhs", "sum", "float32", "int32", 0)):
+        methods[name] = run(forced(name))
+    methods["sparse.mm"] = run(lambda: torch.sparse.mm(csr, x))
+    if dgl is not None:
+        src, dst = graph.coo()
+        dgl_graph = dgl.graph((src, dst), num_nodes=graph.num_nodes, idtype=index_dtype)
+        dgl_graph.create_formats_()
+
+        def with_libxsmm(enabled):
+            def call():
+                dgl.use_libxsmm(enabled)
+                return dgl.ops.copy_u_sum(dgl_graph, x)
+            return call
+
+        methods["dgl"] = run(with_libxsmm(True))
+        methods["dgl generic"] = run(with_libxsmm(False))
+        dgl.use_libxsmm(True)
+    return methods
+
+
+def grid(workloads, widths, repeats, dgl):
+    graphs = {name: _load(name, shared_datasets_dir()) for name in workloads}
+    cells = [(name, width, mode) for name in workloads for width in widths
+             for mode in ("fwd", "fwd+bwd")]
+    rows, names = [], None
+    for name, width, mode in tqdm(cells, desc="copy_u_sum cells", file=sys.stderr):
+        methods = _methods(graphs[name], width, mode == "fwd+bwd", dgl, torch.int32)
+        ms = {method: _median_ms(call, repeats) for method, call in methods.items()}
+        candidates = [m for m in ms if m not in ("default", "sparse.mm", "dgl", "dgl generic")]
+        best = min(candidates, key=ms.get)
+        dgl_best = min((ms[m] for m in ("dgl", "dgl generic") if m in ms), default=float("nan"))
+        chosen = _autotune.choice(KernelClass("copy_lhs", "sum", "float32", "int32",
+                                              _autotune.width_class(width, torch.float32)))
+        names = list(ms)
+        rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
+                     f"{ms['default'] / ms[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])
+    header = ["workload", "F", "pass", *(f"{m} ms" for m in names), "chosen (fwd class)",
+              "fastest candidate", "default / fastest", "fastest DGL / default"]
+    return header, rows
+
+
+def print_table(header, rows) -> None:
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
+
+
+def machine_line(restriction: str) -> str:
+    fingerprint = _autotune.machine_fingerprint()
+    return (f"machine: {fingerprint['cpu_model']} ({platform.machine()}), "
+            f"{fingerprint['cores']} cores, {torch.get_num_threads()} threads, "
+            f"restriction {restriction}, torch {torch.__version__}, "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default="rmat,pubmed")
+    parser.add_argument("--widths", default="16,64,256")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell (>= 5)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--restriction", choices=tuple(RESTRICTIONS), default="all",
+                        help="(set by --restrictions for its child runs)")
+    parser.add_argument("--restrictions", action="store_true",
+                        help="also run the grid restricted to AVX2 and to SSE2")
+    args = parser.parse_args(argv)
+    if args.restrictions:
+        for restriction, env in RESTRICTIONS.items():
+            command = [sys.executable, __file__, "--workloads", args.workloads, "--widths",
+                       args.widths, "--repeats", str(args.repeats), "--threads",
+                       str(args.threads), "--restriction", restriction]
+            subprocess.run(command, env={**os.environ, **env}, check=True)
+        return 0
+    torch.set_num_threads(args.threads)
+    if shared_datasets_dir() is None:
+        print("kernel_selection: the shared datasets folder is absent (R-MAT and Pubmed live "
+              "there); set GNNFORGE_DATASETS")
+        return 0
+    dgl = _dgl()
+    print(f"\n### copy_u_sum, restriction: {args.restriction}\n")
+    print(machine_line(args.restriction))
+    print(f"command: python benchmarks/kernel_selection.py --restriction {args.restriction} "
+          f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats}\n")
+    header, rows = grid(args.workloads.split(","), [int(w) for w in args.widths.split(",")],
+                        args.repeats, dgl)
+    print_table(header, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Representative inputs on which `_autotune` times the candidates of a kernel class.
+
+One seeded power-law graph (2^14 nodes, 2^17 edges: in-degrees from a Zipf-like law with
+a few hubs, sources skewed the same way, like the R-MAT and social graphs the kernels
+serve) in both index dtypes, and features of the class's representative width. Small
+enough that a class times in well under a second, large enough (features of 0.5-16 MiB,
+past L2) that the memory behaviour, not call overhead, decides.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from gnnforge.ops import _autotune
+
+__all__ = ["runner"]
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+_INDEX = {"int32": torch.int32, "int64": torch.int64}
+
+
+@functools.lru_cache(maxsize=2)
+def _graph(index: str) -> dict[str, Tensor]:
+    """CSR, CSC and edge ids of the representative graph in index dtype `index`."""
+    generator = torch.Generator().manual_seed(0)
+    nodes, edges = _autotune._REPRESENTATIVE_NODES, _autotune._REPRESENTATIVE_EDGES
+    skew = torch.arange(1, nodes + 1, dtype=torch.float64).pow(-0.8)   # Zipf-like weights
+    dst = torch.multinomial(skew, edges, replacement=True, generator=generator)
+    src = torch.multinomial(skew, edges, replacement=True, generator=generator)
+    src = torch.randperm(nodes, generator=generator)[src]   # source hubs apart from dst's
+    arrays = {}
+    for kind, (major, minor) in {"csr": (dst, src), "csc": (src, dst)}.items():
+        order = torch.argsort(major * nodes + minor)
+        counts = torch.bincount(major, minlength=nodes)
+        pointer = torch.zeros(nodes + 1, dtype=torch.int64)
+        pointer[1:] = torch.cumsum(counts, 0)
+        arrays[kind] = (pointer.to(_INDEX[index]), minor[order].to(_INDEX[index]),
+                        order.to(_INDEX[index]))
+    return arrays
+
+
+def _features(rows: int, kernel_class: _autotune.KernelClass) -> Tensor:
+    dtype = _DTYPES[kernel_class.dtype]
+    row_bytes = _autotune._REPRESENTATIVE_BYTES[kernel_class.width_class]
+    width = max(1, row_bytes // torch.empty(0, dtype=dtype).element_size())
+    generator = torch.Generator().manual_seed(1)
+    return torch.randn(rows, width, generator=generator, dtype=torch.float64).to(dtype)
+
+
+def runner(name: str, kernel_class: _autotune.KernelClass) -> Callable[[], object]:
+    """A no-argument function running candidate `name` on `kernel_class`'s input once."""
+    from gnnforge.ops._candidates import extreme_grad_kernel, mean_grad_kernel, spmm_kernel
+
+    rowptr, col, eids = _graph(kernel_class.index)["csr"]
+    colptr, row, _ = _graph(kernel_class.index)["csc"]
+    nodes, edges = rowptr.shape[0] - 1, col.shape[0]
+    primitive, reduce = kernel_class.primitive, kernel_class.reduce
+    if primitive == "mean_grad":
+        grad = _features(nodes, kernel_class)
+        kernel = mean_grad_kernel(name)
+        return lambda: kernel(colptr, row, rowptr, grad, nodes)
+    if primitive == "extreme_grad":
+        grad = _features(nodes, kernel_class)
+        _, arg, _ = spmm_kernel("numba")(rowptr, col, eids, _features(nodes, kernel_class),
+                                         None, "copy_lhs", "max", True)
+        arg = arg.to(rowptr.dtype)
+        kernel = extreme_grad_kernel(name)
+        return lambda: kernel(colptr, row, arg, grad, nodes)
+    kernel = spmm_kernel(name)
+    lhs = None if primitive == "copy_rhs" else _features(nodes, kernel_class)
+    rhs = None if primitive == "copy_lhs" else _features(edges, kernel_class)
+    record = reduce in ("max", "min")
+    return lambda: kernel(rowptr, col, eids, lhs, rhs, primitive, reduce, record)

@@ -1,0 +1,109 @@
+"""The CPU kernels by backend name, and the `auto` backend that picks one per kernel class.
+
+Names: 'native' (the host's widest variant), 'native:VARIANT' (one instruction-set build,
+see `_native_build`), 'numba', 'mkl' (copy_u sum/mean through torch.sparse.mm) and
+'auto', which classifies each call (`_autotune.KernelClass`), asks `_autotune.choice`
+for the fastest candidate measured on this machine and runs it. Every kernel here has the
+contract of `_cpu.gspmm_cpu` / `mean_grad_cpu` / `extreme_grad_cpu`; under 'auto', copy
+max/min winners are in the graph's index dtype whichever candidate ran (the custom op's
+fake implementation declares them so).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from gnnforge.ops import _autotune
+from gnnforge.ops._cpu import extreme_grad_cpu, gspmm_cpu, mean_grad_cpu
+from gnnforge.ops._mkl import gspmm_mkl
+from gnnforge.ops._native import extreme_grad_native, gspmm_native, mean_grad_native
+
+__all__ = ["extreme_grad_kernel", "gspmm_auto", "is_cpu_backend", "mean_grad_kernel",
+           "spmm_kernel"]
+
+_COPY_OPS = ("copy_lhs", "copy_rhs")
+_DTYPE_NAMES = {torch.float64: "float64"}  # everything else computes in float32
+
+
+def is_cpu_backend(name: str) -> bool:
+    """True for the names this module resolves (CPU kernels)."""
+    return name in ("auto", "native", "numba", "mkl") or name.startswith("native:")
+
+
+def _variant(name: str) -> str | None:
+    return name.split(":", 1)[1] if name.startswith("native:") else None
+
+
+@functools.lru_cache(maxsize=None)
+def spmm_kernel(name: str) -> Callable:
+    """The g-SpMM kernel of backend `name`."""
+    if name == "auto":
+        return gspmm_auto
+    if name == "numba":
+        return gspmm_cpu
+    if name == "mkl":
+        return gspmm_mkl
+    return functools.partial(gspmm_native, variant=_variant(name))
+
+
+@functools.lru_cache(maxsize=None)
+def mean_grad_kernel(name: str) -> Callable:
+    """The copy_u-mean gradient kernel of backend `name` (mkl has none: numba's)."""
+    if name == "auto":
+        return _mean_grad_auto
+    if name in ("numba", "mkl"):
+        return mean_grad_cpu
+    return functools.partial(mean_grad_native, variant=_variant(name))
+
+
+@functools.lru_cache(maxsize=None)
+def extreme_grad_kernel(name: str) -> Callable:
+    """The copy_u max/min gradient kernel of backend `name` (mkl has none: numba's)."""
+    if name == "auto":
+        return _extreme_grad_auto
+    if name in ("numba", "mkl"):
+        return extreme_grad_cpu
+    return functools.partial(extreme_grad_native, variant=_variant(name))
+
+
+def _class(primitive: str, reduce: str, data: Tensor, index: Tensor, width: int):
+    return _autotune.KernelClass(primitive, reduce, _DTYPE_NAMES.get(data.dtype, "float32"),
+                                 "int64" if index.dtype == torch.int64 else "int32",
+                                 _autotune.width_class(width, data.dtype))
+
+
+def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
+               rhs: Tensor | None, op: str, reduce: str,
+               record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """g-SpMM by the candidate measured fastest for this call's kernel class."""
+    if op in _COPY_OPS:
+        data = lhs if op == "copy_lhs" else rhs
+        width = math.prod(data.shape[1:])
+        kernel_class = _class(op, reduce, data, rowptr, width)
+    else:
+        data = lhs if rhs is None or lhs.dtype == torch.float64 else rhs
+        width = max(math.prod(lhs.shape[1:]), math.prod(rhs.shape[1:]))
+        kernel_class = _class(op, reduce, data, rowptr, width)
+    out, arg_lhs, arg_rhs = spmm_kernel(_autotune.choice(kernel_class))(
+        rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+    if op in _COPY_OPS:  # winners in the index dtype; the unread side stays empty int64
+        arg_lhs = arg_lhs.to(rowptr.dtype) if arg_lhs.dim() == 2 else arg_lhs
+        arg_rhs = arg_rhs.to(rowptr.dtype) if arg_rhs.dim() == 2 else arg_rhs
+    return out, arg_lhs, arg_rhs
+
+
+def _mean_grad_auto(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
+                    num_src: int) -> Tensor:
+    kernel_class = _class("mean_grad", "-", grad, colptr, math.prod(grad.shape[1:]))
+    return mean_grad_kernel(_autotune.choice(kernel_class))(colptr, row, rowptr, grad, num_src)
+
+
+def _extreme_grad_auto(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
+                       num_src: int) -> Tensor:
+    kernel_class = _class("extreme_grad", "-", grad, colptr, math.prod(grad.shape[1:]))
+    return extreme_grad_kernel(_autotune.choice(kernel_class))(colptr, row, arg, grad, num_src)

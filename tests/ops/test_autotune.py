@@ -1,0 +1,168 @@
+"""Kernel selection by measurement: the winner is the measured fastest, recorded per machine,
+read back by later processes, recalibrated when corrupt or stale, forced by environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import gnnforge
+from gnnforge.ops import _autotune
+from gnnforge.ops._autotune import KernelClass
+
+REPO = Path(__file__).resolve().parents[2]
+SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """A private cache folder and a process view that has read no record yet."""
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
+    _autotune.forget()
+    yield tmp_path
+    _autotune.forget()
+
+
+def _fake_runners(monkeypatch, seconds: dict[str, float]) -> list[str]:
+    """Candidates that sleep for a set time instead of running kernels; returns the call log."""
+    calls: list[str] = []
+
+    def runner(name, kernel_class):
+        def run():
+            calls.append(name)
+            time.sleep(seconds[name])
+        return run
+
+    monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
+    monkeypatch.setattr(_autotune, "candidates", lambda kernel_class: list(seconds))
+    return calls
+
+
+def test_the_measured_fastest_candidate_wins_even_when_it_is_the_narrowest(fresh_cache,
+                                                                           monkeypatch):
+    # A machine where AVX2 loses to SSE2 (issue 14's VM): the choice follows the clock.
+    _fake_runners(monkeypatch, {"native:sse2": 0.001, "native:avx2": 0.004, "numba": 0.003})
+    assert _autotune.choice(SUM64) == "native:sse2"
+    entry = _autotune.measured_classes()[SUM64.key()]
+    assert entry["choice"] == "native:sse2"
+    assert set(entry["min_ms"]) == {"native:sse2", "native:avx2", "numba"}
+    assert entry["min_ms"]["native:avx2"] > entry["min_ms"]["native:sse2"]
+
+
+def test_a_recorded_choice_is_read_back_without_timing(fresh_cache, monkeypatch):
+    calls = _fake_runners(monkeypatch, {"numba": 0.002, "native:sse2": 0.0005})
+    assert _autotune.choice(SUM64) == "native:sse2"
+    measured = len(calls)
+    _autotune.forget()                      # as a new process would start
+    assert _autotune.choice(SUM64) == "native:sse2"
+    assert len(calls) == measured
+    assert _autotune.kernel_choices() == {SUM64.key(): "native:sse2"}
+
+
+def test_a_corrupt_record_is_measured_again_with_one_warning(fresh_cache, monkeypatch):
+    _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
+    path = _autotune.record_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    with pytest.warns(RuntimeWarning, match="unreadable or stale"):
+        assert _autotune.choice(SUM64) == "numba"
+    assert json.loads(path.read_text())["classes"][SUM64.key()]["choice"] == "numba"
+
+
+def test_a_record_from_another_machine_is_measured_again(fresh_cache, monkeypatch):
+    _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
+    path = _autotune.record_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    foreign = dict(_autotune.machine_fingerprint(), cpu_model="Another CPU")
+    path.write_text(json.dumps({"fingerprint": foreign,
+                                "classes": {SUM64.key(): {"choice": "native:sse2"}}}))
+    with pytest.warns(RuntimeWarning, match="another machine"):
+        assert _autotune.choice(SUM64) == "numba"
+
+
+def test_the_isa_restriction_limits_native_variants_and_keys_its_own_record(fresh_cache,
+                                                                            monkeypatch):
+    unrestricted = _autotune.record_path()
+    monkeypatch.setenv("GNNFORGE_ISA", "sse2")
+    names = _autotune.candidates(SUM64)
+    assert [name for name in names if name.startswith("native:")] in ([], ["native:sse2"])
+    assert "numba" in names and "mkl" in names
+    assert _autotune.record_path() != unrestricted
+    monkeypatch.setenv("GNNFORGE_ISA", "avx9")
+    with pytest.raises(ValueError, match="GNNFORGE_ISA must be one of"):
+        _autotune.candidates(SUM64)
+
+
+def test_single_candidate_classes_are_not_timed(fresh_cache, monkeypatch):
+    calls = _fake_runners(monkeypatch, {"numba": 0.001})
+    assert _autotune.choice(KernelClass("mul", "sum", "float32", "int32", 0)) == "numba"
+    assert calls == []
+
+
+def test_width_classes_follow_row_bytes():
+    assert [_autotune.width_class(width, torch.float32) for width in (1, 15, 16, 63, 64, 255,
+                                                                       256, 4096)] == \
+        [0, 0, 1, 1, 2, 2, 3, 3]
+    assert _autotune.width_class(32, torch.float64) == 2
+
+
+def test_real_calibration_picks_a_candidate_that_computes_the_reference(fresh_cache):
+    graph_class = KernelClass("copy_lhs", "mean", "float32", "int64", 1)
+    winner = _autotune.choice(graph_class)
+    assert winner in _autotune.candidates(graph_class)
+    entry = _autotune.measured_classes()[graph_class.key()]
+    assert all(ms > 0 for ms in entry["min_ms"].values())
+
+
+def _run(script: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO), **env_extra)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
+    script = ("import torch\nfrom gnnforge.ops._dispatch import choose\n"
+              "print(choose('gspmm', torch.device('cpu')).backend)\n")
+    result = _run(script, {"GNNFORGE_BACKEND": "numba", "GNNFORGE_CACHE": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["numba"]
+    result = _run(script, {"GNNFORGE_BACKEND": "fastest", "GNNFORGE_CACHE": str(tmp_path)})
+    assert result.returncode != 0
+    assert "GNNFORGE_BACKEND: backend must be one of" in result.stderr
+
+
+def test_concurrent_processes_keep_one_valid_record(tmp_path):
+    script = (
+        "import sys\n"
+        "from gnnforge.ops import _autotune\n"
+        "from gnnforge.ops._autotune import KernelClass\n"
+        "width = int(sys.argv[1])\n"
+        "_autotune.choice(KernelClass('copy_lhs', 'sum', 'float32', 'int32', width))\n"
+    )
+    # Without the native library (its build in a fresh cache would dominate): numba and mkl.
+    env = dict(os.environ, PYTHONPATH=str(REPO), GNNFORGE_CACHE=str(tmp_path),
+               GNNFORGE_NATIVE="0")
+    processes = [subprocess.Popen([sys.executable, "-c", script, str(width)], env=env,
+                                  stderr=subprocess.PIPE, text=True) for width in (0, 1)]
+    for process in processes:
+        assert process.wait(timeout=300) == 0, process.stderr.read()
+    records = list((tmp_path / "tuning").glob("kernels-*.json"))
+    assert len(records) == 1
+    classes = json.loads(records[0].read_text())["classes"]
+    assert {key.split(".")[-1] for key in classes} == {"w32B", "w64B"}
+
+
+def test_doctor_lists_measured_classes(fresh_cache, monkeypatch):
+    _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
+    report = gnnforge.doctor()
+    assert "no kernel class measured yet" in report
+    _autotune.choice(SUM64)
+    report = gnnforge.doctor()
+    assert SUM64.key() in report and "-> numba" in report
