@@ -160,18 +160,21 @@ def _profile(args: argparse.Namespace) -> int:
 
 def _records_fingerprint(records: list[dict], here: dict) -> dict:
     """The fingerprint of the process(es) that timed `records` (chunks timed elsewhere
-    are fitted here): theirs when they all agree, this process's when none has one.
+    are fitted here): the union of theirs (kernel choices accumulate as kernel classes
+    are first measured), this process's when none has one.
 
     Raises:
-        SystemExit: when chunks were timed on different configurations.
+        SystemExit: when two chunks disagree on a key (another machine or setting).
     """
-    prints = {json.dumps(r["fingerprint"], sort_keys=True) for r in records
-              if r.get("fingerprint")}
-    if len(prints) > 1:
-        print("gnnforge plan profile: the records were timed on different configurations "
-              f"({len(prints)} fingerprints); fit chunks of one machine only", file=sys.stderr)
-        raise SystemExit(2)
-    return json.loads(prints.pop()) if prints else here
+    merged: dict = {}
+    for record in records:
+        for key, value in (record.get("fingerprint") or {}).items():
+            if merged.setdefault(key, value) != value:
+                print(f"gnnforge plan profile: the records were timed on different "
+                      f"configurations ({key}: {merged[key]} vs {value}); fit chunks of "
+                      "one machine only", file=sys.stderr)
+                raise SystemExit(2)
+    return merged or here
 
 
 def _print_calibration(calibration: list[dict], model) -> None:
