@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_edges, reduce_neighbors
+from gnnforge.nn._aggregate import (check_aggr, check_node_input, dst_part, reduce_edges,
+                                    reduce_neighbors)
 from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
 from gnnforge.nn._planned import AUTO, evaluate_plan, prepared_structure
 from gnnforge.plan._execute import Structure
@@ -56,14 +57,17 @@ class GINConv(_GINBase):
         nn: the update network applied to each node, e.g. an MLP F_in -> F_out.
         eps: initial epsilon.
         train_eps: learn epsilon (else a buffer).
+        aggr: the neighbour reduction, 'add' (PyG's default, also 'sum'), 'mean' or 'max'.
 
     Shapes:
         x: [num_src_nodes, F_in]; returns [num_dst_nodes, F_out]. graph: Graph, GraphBatch
         (padding edges are loops on padding nodes, so real rows are unaffected) or a block.
     """
 
-    def __init__(self, nn: nn.Module, eps: float = 0.0, train_eps: bool = False) -> None:
+    def __init__(self, nn: nn.Module, eps: float = 0.0, train_eps: bool = False,
+                 aggr: str = "add") -> None:
         super().__init__(nn, eps, train_eps)
+        self.aggr = check_aggr("GINConv", aggr)
         self.plan: Composition | str | None = AUTO
 
     def _split(self) -> tuple[torch.nn.Linear, torch.nn.Module] | None:
@@ -78,7 +82,9 @@ class GINConv(_GINBase):
     def plan_expression(self) -> Node | None:
         """The expression up to nn's first linear layer (None: nothing to plan)."""
         split = self._split()
-        return None if split is None else gin_expression(split[0].bias is not None)
+        if split is None or self.aggr not in ("add", "sum"):
+            return None  # mean/max do not distribute over the projection the same way
+        return gin_expression(split[0].bias is not None)
 
     def plan_symbols(self) -> dict[str, int]:
         linear = self._split()[0]
@@ -88,8 +94,8 @@ class GINConv(_GINBase):
     def forward(self, graph: Any, x: Tensor) -> Tensor:
         check_node_input("GINConv", graph, x)
         split = self._split()
-        if split is None or x.dim() != 2:
-            return self._combine(graph, x, reduce_neighbors(graph, x, "sum"))
+        if self.plan_expression() is None or x.dim() != 2:
+            return self._combine(graph, x, reduce_neighbors(graph, x, self.aggr))
         linear, rest = split
         structure = prepared_structure(self, graph, False, Structure, key="plain")
         leaves = {"X": x, "W": linear.weight.t().unsqueeze(0),

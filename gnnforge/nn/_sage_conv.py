@@ -8,7 +8,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_neighbors
+from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._planned import AUTO, evaluate_plan, prepared_structure
 from gnnforge.nn._sparse_features import SparseFeatures
 from gnnforge.plan._execute import Structure
@@ -17,8 +17,6 @@ from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
 
 __all__ = ["SAGEConv"]
-
-_AGGREGATORS = ("mean", "sum", "max")
 
 
 class SAGEConv(nn.Module):
@@ -40,7 +38,8 @@ class SAGEConv(nn.Module):
     Args:
         in_channels: input width F_in.
         out_channels: output width F_out.
-        aggr: 'mean', 'sum' or 'max' over in-neighbours (0 for a node with none).
+        aggr: 'mean', 'sum' (or PyG's 'add') or 'max' over in-neighbours (0 for a node
+            with none).
         normalize: L2-normalise each output row.
         root_weight: add W_r · x_v.
         bias: learn the additive bias of `lin_l`.
@@ -53,8 +52,7 @@ class SAGEConv(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, aggr: str = "mean",
                  normalize: bool = False, root_weight: bool = True, bias: bool = True) -> None:
         super().__init__()
-        if aggr not in _AGGREGATORS:
-            raise ValueError(f"SAGEConv: aggr must be one of {_AGGREGATORS}, got {aggr!r}")
+        check_aggr("SAGEConv", aggr)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.aggr, self.normalize, self.root_weight = aggr, normalize, root_weight
         self.lin_l = nn.Linear(in_channels, out_channels, bias=bias)
@@ -70,7 +68,8 @@ class SAGEConv(nn.Module):
         """The layer's expression for the planner (None for 'max': nothing to plan)."""
         if self.aggr == "max":
             return None
-        return sage_expression(self.aggr, self.lin_r is not None, self.lin_l.bias is not None)
+        aggr = "sum" if self.aggr == "add" else self.aggr
+        return sage_expression(aggr, self.lin_r is not None, self.lin_l.bias is not None)
 
     def plan_symbols(self) -> dict[str, int]:
         return {"I": self.in_channels, "O": self.out_channels, "H": 1, "D": self.out_channels}
