@@ -29,6 +29,7 @@ COMMANDS = {
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
     "plan": "gnnforge.plan._cli",
+    "partition": "gnnforge.distributed._cli",
     "tune": "gnnforge.ops._tune_cli",
     "doctor": "gnnforge._doctor",
 }

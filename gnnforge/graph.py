@@ -87,8 +87,8 @@ def _check_count(name: str, value: Any) -> int:
         value = int(value)
     if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
         raise GraphError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 0:
-        raise GraphError(f"{name} must be >= 0, got {value}")
+    if not 0 <= value < 2**63:
+        raise GraphError(f"{name} must lie in [0, 2**63), got {value}")
     return int(value)
 
 
@@ -531,13 +531,16 @@ class Graph:
 
 def _infer_num_nodes(src: Tensor, dst: Tensor, num_nodes: int | None) -> int:
     if num_nodes is None:
-        return int(torch.maximum(src.max(), dst.max())) + 1 if src.numel() else 0
+        largest = int(torch.maximum(src.max(), dst.max())) if src.numel() else -1
+        if largest == 2**63 - 1:
+            raise GraphError(f"node id {largest} leaves no int64 room for num_nodes = id + 1")
+        return largest + 1
     if isinstance(num_nodes, Tensor):
         num_nodes = int(num_nodes)
     if not isinstance(num_nodes, int | np.integer) or isinstance(num_nodes, bool):
         raise GraphError(f"num_nodes must be an int, got {type(num_nodes).__name__}")
-    if num_nodes < 0:
-        raise GraphError(f"num_nodes must be >= 0, got {num_nodes}")
+    if not 0 <= num_nodes < 2**63:
+        raise GraphError(f"num_nodes must lie in [0, 2**63), got {num_nodes}")
     return int(num_nodes)
 
 

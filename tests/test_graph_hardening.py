@@ -25,7 +25,7 @@ from gnnforge.graph import BipartiteGraph
     ([0, 2**40], [0, 1], 5, 2, r"src\[1\] = 1099511627776 is out of range"),
     ([0.0, 1.0], [0, 1], 5, 2, "src: expected an integer tensor"),
     ([0, 1, 2], [0, 1], 5, 2, "src and dst must have equal length"),
-    ([0], [0], -1, 2, "num_src_nodes must be >= 0"),
+    ([0], [0], -1, 2, r"num_src_nodes must lie in \[0, 2\*\*63\)"),
     ([0], [0], 5, 2.5, "num_dst_nodes must be an int"),
 ])
 def test_bipartite_graph_validates_like_graph(src, dst, num_src, num_dst, message):

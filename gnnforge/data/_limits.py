@@ -1,24 +1,31 @@
-"""Bounded decompression: gzip files and zip members are read with a size cap.
+"""Bounded decompression and expansion: gzip files, zip members and dense arrays a reader
+builds from a file are capped in size.
 
 A 199 KiB gzip file can expand to 2 GiB (a decompression bomb), and every reader holds
 the whole decompressed text in memory. So decompression streams in chunks and stops
 with a DataFormatError naming the file once the output passes the cap, which is
 `$GNNFORGE_MAX_DECOMPRESSED_MIB` (MiB), else a quarter of physical memory and at most
 4 GiB (the largest shared dataset decompresses to 11 MB; a 4 GiB text edge list is
-about 300M edges). Corrupt compressed data is a DataFormatError too, naming the member.
+about 300M edges). The same cap bounds the dense arrays a reader expands from sparse
+content (feature matrices), which a few bytes can declare huge. Corrupt compressed data
+is a DataFormatError too, naming the member.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import zipfile
 import zlib
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 from gnnforge.data._errors import DataFormatError
 
-__all__ = ["LIMIT_VARIABLE", "decompressed_limit", "open_zip", "read_capped", "read_zip_member"]
+__all__ = ["LIMIT_VARIABLE", "check_dense_size", "decompressed_limit", "open_zip", "read_capped",
+           "read_zip_member"]
 
 LIMIT_VARIABLE = "GNNFORGE_MAX_DECOMPRESSED_MIB"
 _CHUNK = 4 * 2**20
@@ -45,6 +52,27 @@ def decompressed_limit() -> int:
     except (ValueError, OSError, AttributeError):
         physical = 8 * 2**30
     return min(4 * 2**30, physical // 4)
+
+
+def check_dense_size(where: str | Path, what: str, shape: tuple[int, ...],
+                     dtype: np.dtype | type) -> None:
+    """Refuse to expand file content into a dense array larger than the same limit.
+
+    A few bytes can declare a huge shape (a feature id of 2**32 in a sparse list, a
+    matrix shape in an npz); dense features beyond the limit are an error naming the file
+    (features='none' or a higher limit reads such a file anyway).
+
+    Raises:
+        DataFormatError: when the array would hold more than `decompressed_limit()` bytes.
+    """
+    limit = decompressed_limit()
+    size = math.prod(int(n) for n in shape) * np.dtype(dtype).itemsize
+    if size > limit:
+        raise DataFormatError(
+            where, f"{what} would be a dense {' x '.join(map(str, shape))} "
+            f"{np.dtype(dtype).name} array of {size / 2**30:.1f} GiB, more than the "
+            f"{limit / 2**30:.1f} GiB limit ({LIMIT_VARIABLE}=<MiB> raises it; "
+            f"features='none' skips dense features)")
 
 
 def _too_large(where: str | Path, limit: int) -> DataFormatError:

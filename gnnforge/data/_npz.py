@@ -12,6 +12,7 @@ not stored in these files; none are invented.
 from __future__ import annotations
 
 import io
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ import numpy as np
 import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
-from gnnforge.data._errors import DataFormatError
-from gnnforge.data._limits import open_zip, read_zip_member
+from gnnforge.data._errors import DataFormatError, names_the_file
+from gnnforge.data._limits import check_dense_size, open_zip, read_zip_member
 from gnnforge.data._safe_pickle import safe_loads
 from gnnforge.data._sparse import checked_compressed, checked_matrix
 from gnnforge.graph import Graph
@@ -50,15 +51,17 @@ def _read_member(raw: bytes, where: str) -> Any:
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
         else:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
-    except ValueError as error:
-        raise DataFormatError(where, f"not an .npy array ({error})") from error
+    except (ValueError, SyntaxError, TypeError, tokenize.TokenError, RecursionError) as error:
+        # numpy parses the header dict with a tokenizer, which raises its own error types
+        raise DataFormatError(where, f"not an .npy array ({type(error).__name__}: {error})") \
+            from error
     if dtype.hasobject:
         value = safe_loads(raw[handle.tell() :], where)
         return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
     handle.seek(0)
     try:
         return np.lib.format.read_array(handle, allow_pickle=False)
-    except ValueError as error:
+    except (ValueError, EOFError) as error:
         raise DataFormatError(where, f"unreadable array ({error})") from error
 
 
@@ -73,6 +76,7 @@ def npz_kind(members: dict[str, Any]) -> str | None:
     return None
 
 
+@names_the_file
 def read_graph_npz(
     path: str | Path, *, clean: CleanOptions = CleanOptions(), features: str = "dense"
 ) -> tuple[Graph, dict[str, Any]]:
@@ -119,6 +123,7 @@ def read_graph_npz(
             meta["feature_dim"] = int(attr.shape[1])
             meta["feature_nnz"] = int(attr.nnz)
             if features == "dense":
+                check_dense_size(path, "features", attr.shape, np.float32)
                 node_data["x"] = torch.from_numpy(attr.toarray().astype(np.float32))
         coo = adj.tocoo()
         graph = Graph(

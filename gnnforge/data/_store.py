@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import tokenize
 import warnings
 import zipfile
 from collections.abc import Callable, Sequence
@@ -39,9 +40,12 @@ __all__ = ["CacheWarning", "cache_key", "cache_path", "cached_graphs", "cached_m
 
 _SECTIONS = ("node_data", "edge_data", "graph_data")
 _CHECKSUM = "checksum"
+# Part of every cache key; 2: entries carry a checksum member.
+STORE_VERSION = 2
 # What a damaged file can raise while numpy and zipfile read it (beyond DataFormatError).
 _READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile,
-                NotImplementedError, UnicodeDecodeError)
+                NotImplementedError, UnicodeDecodeError, SyntaxError, tokenize.TokenError,
+                RecursionError, TypeError)
 
 
 class CacheWarning(UserWarning):
@@ -212,8 +216,9 @@ def _check_structure(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def cache_key(sources: Sequence[str | Path], options: dict[str, Any]) -> str:
-    """Hash of the source files' identity (path, size, mtime) and the processing options."""
-    digest = hashlib.sha256()
+    """Hash of the source files' identity (path, size, mtime), the processing options and
+    the store format (entries of an older format are then never looked at)."""
+    digest = hashlib.sha256(f"store-v{STORE_VERSION}|".encode())
     for source in sources:
         source = Path(source)
         stat = source.stat() if source.exists() else None

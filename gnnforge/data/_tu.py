@@ -23,7 +23,7 @@ import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._collection import split_union
-from gnnforge.data._errors import DataFormatError
+from gnnforge.data._errors import DataFormatError, names_the_file
 from gnnforge.data._limits import open_zip, read_zip_member
 from gnnforge.data._progress import progress_bar
 from gnnforge.data._text import line_of_row, parse_table
@@ -61,6 +61,7 @@ def _member_table(archive, members, prefix, part, path, dtype=np.int64):
     return parse_table(data, where, columns, dtype=dtype, comments=b"", delimiter=b","), where, data
 
 
+@names_the_file
 def read_tu_zip(
     path: str | Path, *, clean: CleanOptions = CleanOptions(), progress: bool | None = None
 ) -> tuple[list[Graph], dict[str, Any]]:

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_edges, reduce_neighbors
+from gnnforge.nn._aggregate import (check_aggr, check_node_input, dst_part, reduce_edges,
+                                    reduce_neighbors)
 from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
 
 __all__ = ["GINConv", "GINEConv"]
@@ -46,18 +47,21 @@ class GINConv(_GINBase):
         nn: the update network applied to each node, e.g. an MLP F_in -> F_out.
         eps: initial epsilon.
         train_eps: learn epsilon (else a buffer).
+        aggr: the neighbour reduction, 'add' (PyG's default, also 'sum'), 'mean' or 'max'.
 
     Shapes:
         x: [num_src_nodes, F_in]; returns [num_dst_nodes, F_out]. graph: Graph, GraphBatch
         (padding edges are loops on padding nodes, so real rows are unaffected) or a block.
     """
 
-    def __init__(self, nn: nn.Module, eps: float = 0.0, train_eps: bool = False) -> None:
+    def __init__(self, nn: nn.Module, eps: float = 0.0, train_eps: bool = False,
+                 aggr: str = "add") -> None:
         super().__init__(nn, eps, train_eps)
+        self.aggr = check_aggr("GINConv", aggr)
 
     def forward(self, graph: Any, x: Tensor) -> Tensor:
         check_node_input("GINConv", graph, x)
-        return self._combine(graph, x, reduce_neighbors(graph, x, "sum"))
+        return self._combine(graph, x, reduce_neighbors(graph, x, self.aggr))
 
 
 class GINEConv(_GINBase):

@@ -8,12 +8,10 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_neighbors
+from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._sparse_features import SparseFeatures
 
 __all__ = ["SAGEConv"]
-
-_AGGREGATORS = ("mean", "sum", "max")
 
 
 class SAGEConv(nn.Module):
@@ -34,7 +32,8 @@ class SAGEConv(nn.Module):
     Args:
         in_channels: input width F_in.
         out_channels: output width F_out.
-        aggr: 'mean', 'sum' or 'max' over in-neighbours (0 for a node with none).
+        aggr: 'mean', 'sum' (or PyG's 'add') or 'max' over in-neighbours (0 for a node
+            with none).
         normalize: L2-normalise each output row.
         root_weight: add W_r · x_v.
         bias: learn the additive bias of `lin_l`.
@@ -47,8 +46,7 @@ class SAGEConv(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, aggr: str = "mean",
                  normalize: bool = False, root_weight: bool = True, bias: bool = True) -> None:
         super().__init__()
-        if aggr not in _AGGREGATORS:
-            raise ValueError(f"SAGEConv: aggr must be one of {_AGGREGATORS}, got {aggr!r}")
+        check_aggr("SAGEConv", aggr)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.aggr, self.normalize, self.root_weight = aggr, normalize, root_weight
         self.lin_l = nn.Linear(in_channels, out_channels, bias=bias)

@@ -44,6 +44,12 @@ _HELP = {
                    "cooperative (node task, --mode sampled: the processes sample and compute "
                    "one global minibatch together)",
     "partition": "--distributed cooperative: vertex partition, random or metis",
+    "partitioned": "node task, sampled, under torchrun: a directory from `gnnforge partition`; "
+                   "each process loads only its part",
+    "cooperate": "--distributed cooperative: all processes cooperate, or those of one node "
+                 "(local: torchrun's LOCAL_WORLD_SIZE; nodes then train independently)",
+    "prefetch": "--partitioned: minibatches sampled and fetched ahead by a background thread "
+                "(0: off)",
     "block_size": "varmisuse task: banded block size S (nodes per dense block)",
     "slots": "varmisuse task: nodes per batch, a multiple of --block-size",
     "backend": "varmisuse task: propagation the model trains with: sparse, banded or both "
@@ -98,6 +104,10 @@ def build_task(config: TrainConfig) -> Any:
         from gnnforge.train._graph_task import GraphTask
 
         return GraphTask(config)
+    if config.task == "node" and config.partitioned is not None:
+        from gnnforge.train._partitioned import PartitionedNodeTask
+
+        return PartitionedNodeTask(config)
     if config.task == "node":
         from gnnforge.train._node_task import NodeTask
 
@@ -210,4 +220,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"gnnforge train: error: {error}", file=sys.stderr)
         return 2
     fit(config, task)
+    if hasattr(task, "rank_report"):
+        print(task.rank_report(), flush=True)  # every process: its own memory and traffic
     return 0

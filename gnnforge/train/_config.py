@@ -17,6 +17,7 @@ NODE_MODES = ("full", "sampled")
 SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
+COOPERATE = ("all", "local")
 
 
 class ConfigError(ValueError):
@@ -69,6 +70,14 @@ class TrainConfig:
     # cooperative: how vertices are assigned to processes ('metis' cuts fewer edges, so
     # fewer embedding rows cross processes; needs pymetis).
     partition: str = "random"
+    # A directory written by `gnnforge partition`: each process loads only its part
+    # (node task, sampled, under torchrun; see gnnforge/train/_partitioned.py).
+    partitioned: str | None = None
+    # cooperative: 'all' processes cooperate, or those of one node ('local', torchrun's
+    # LOCAL_WORLD_SIZE), nodes then taking turns over the global batches.
+    cooperate: str = "all"
+    # --partitioned: minibatches sampled and fetched ahead by a background thread (0: off).
+    prefetch: int = 1
     # --task varmisuse: banded block size S, nodes per batch (a multiple of S) and the
     # propagation the model is trained with ('both' trains one model per backend). Sparse
     # by default: on a CPU a banded step (dense S x S block products) costs several
@@ -282,3 +291,26 @@ def _validate_distributed(config: TrainConfig) -> None:
                                               else "") + "); use --distributed independent")
     if config.partition != "random" and config.distributed != "cooperative":
         raise ConfigError("--partition applies to --distributed cooperative only")
+    if config.cooperate not in COOPERATE:
+        raise ConfigError(f"--cooperate must be one of {COOPERATE}, got {config.cooperate!r}")
+    if config.prefetch < 0:
+        raise ConfigError(f"--prefetch must be >= 0, got {config.prefetch}")
+    _validate_partitioned(config)
+
+
+def _validate_partitioned(config: TrainConfig) -> None:
+    if config.cooperate != "all" and config.distributed != "cooperative":
+        raise ConfigError("--cooperate local needs --distributed cooperative")
+    if config.partitioned is None:
+        if config.prefetch != 1:
+            raise ConfigError("--prefetch applies to --partitioned runs only")
+        return
+    if config.task != "node" or config.mode != "sampled":
+        raise ConfigError("--partitioned trains sampled minibatches: it needs --task node "
+                          "--mode sampled")
+    if config.dataset is not None:
+        raise ConfigError("--partitioned DIR brings its own data; drop --dataset "
+                          f"{config.dataset}")
+    if config.partition != "random":
+        raise ConfigError("--partition chooses an in-memory partition; with --partitioned the "
+                          "parts come from `gnnforge partition --method`")

@@ -1,6 +1,6 @@
 """VarMisuse: GGNN encoder + linear readout over candidate nodes, trained sparse or banded.
 
-The model embeds each node's label and role, runs `GatedGraphConv` for T steps and scores
+The model embeds each node's label and role, runs `GGNNConv` for T steps and scores
 every candidate node with one linear layer; a softmax over each example's candidates gives
 the prediction. One set of parameters runs on either backend, so a model trained with
 banded propagation (RCM-reordered supergraphs, out-of-band edges dropped) is evaluated on
@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from gnnforge.banded import BandedBlocks, compile_blocks, compile_dataset, supergraph_batch
 from gnnforge.data import program_graphs
 from gnnforge.graph import GraphBatch
-from gnnforge.nn import GatedGraphConv
+from gnnforge.nn import GGNNConv
 from gnnforge.train._varmisuse_data import (
     ROLE_CANDIDATE,
     VARMISUSE_EDGE_TYPES,
@@ -79,7 +79,7 @@ class VarMisuseModel(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(num_labels, hidden)
         self.role = nn.Embedding(3, hidden)
-        self.encoder = GatedGraphConv(hidden, num_steps, num_edge_types)
+        self.encoder = GGNNConv(hidden, num_steps, num_edge_types)
         # No bias: a softmax over candidates ignores a shared shift, so its gradient is
         # rounding noise that Adam would scale up to full-size steps.
         self.readout = nn.Linear(hidden, 1, bias=False)
