@@ -132,10 +132,17 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
         if rank == 0:
             write_metrics(out_dir, history)
     summary = _summary(task, model, best_state, progress, history, config)
+    compiled = getattr(task, "compiled", None)
+    if compiled is not None:  # the counts go to metrics.json and end the output
+        summary["compile"] = dict(zip(("frames", "graph_breaks", "recompiles"),
+                                      compiled.counts()))
     if rank == 0:
         report_plans(model, printer)
         write_metrics(out_dir, history, summary)
-        printer(format_table(list(summary.items()), f"gnnforge train: {task.name}"))
+        table = [(k, v) for k, v in summary.items() if k != "compile"]
+        printer(format_table(table, f"gnnforge train: {task.name}"))
+        if compiled is not None:
+            printer(compiled.report())
     return summary
 
 
