@@ -50,6 +50,19 @@ def _version_line() -> str:
     return f"gnnforge {__version__} (torch {torch}, python {python})"
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, with the torch version read only when asked (importlib.metadata is a
+    noticeable import on a busy machine)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print the versions of gnnforge, torch and Python and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version_line())
+        parser.exit()
+
+
 def _chosen(argv: Sequence[str]) -> str | None:
     """The subcommand named in `argv` (the top-level parser takes no option values)."""
     for token in argv:
@@ -61,7 +74,7 @@ def _chosen(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] = ()) -> tuple[argparse.ArgumentParser, dict[str, object]]:
     """The parser, with the subcommand named in `argv` configured (others listed only)."""
     parser = argparse.ArgumentParser(prog="gnnforge", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=_version_line())
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _chosen(argv)
     modules = {}

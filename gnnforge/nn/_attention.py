@@ -58,7 +58,8 @@ def edge_features(layer: str, graph: Any, edge_attr: Tensor | None, lin_edge: nn
 def finish_heads(out: Tensor, concat: bool, bias: Tensor | None,
                  residual: Tensor | None = None) -> Tensor:
     """[N, H, D] -> [N, H*D] (concat) or [N, D] (mean over heads), plus residual and bias."""
-    out = out.reshape(out.shape[0], -1) if concat else out.mean(dim=1)
+    rows, heads, width = out.shape  # explicit sizes: a graph may have no nodes
+    out = out.reshape(rows, heads * width) if concat else out.mean(dim=1)
     if residual is not None:
         out = out + residual
     return out if bias is None else out + bias

@@ -14,6 +14,7 @@ from gnnforge.packing._pack import METHODS, pack
 from gnnforge.packing._plan import PackingPlan, lower_bound
 from gnnforge.packing._sampler import PackSampler
 from gnnforge.packing._search import default_limits
+from gnnforge.packing._static_batch import StaticBatch
 
 __all__ = [
     "HEURISTICS",
@@ -24,6 +25,7 @@ __all__ = [
     "PackSampler",
     "PackedLoader",
     "PackingPlan",
+    "StaticBatch",
     "check_monotone",
     "default_limits",
     "lower_bound",

@@ -134,6 +134,9 @@ class _Evaluator:
     def _affine(self, node: Node) -> Tensor:
         return self.value(node.inputs[0]) + self.value(node.inputs[1]).transpose(0, 1)
 
+    def _scale(self, node: Node) -> Tensor:
+        return self.value(node.inputs[0]) * self.value(node.inputs[1])
+
     def _affine_rows(self, node: Node) -> Tensor:
         m, rows, bias = (self.value(i) for i in node.inputs)
         return m + rows * bias.transpose(0, 1)
@@ -168,6 +171,8 @@ class _Evaluator:
             return self._normadj_matmul(node)
         if left.kind == "adjacency":
             return ops.copy_u_sum(self.graph, self.value(right))
+        if left.kind == "meanadj":
+            return ops.copy_u_mean(self.graph, self.value(right))
         if left.kind in ("attention", "attention_v2"):
             return ops.u_mul_e_sum(self.graph, self.value(right), self.value(left))
         return _dense_matmul(self.value(left), self.value(right), left.kind == "weight")

@@ -44,6 +44,8 @@ _HELP = {
                    "cooperative (node task, --mode sampled: the processes sample and compute "
                    "one global minibatch together)",
     "partition": "--distributed cooperative: vertex partition, random or metis",
+    "compile": "run the training step under torch.compile(fullgraph=True, dynamic=False) "
+               "and end with the compile counts (frames, graph breaks, recompiles)",
     "partitioned": "node task, sampled, under torchrun: a directory from `gnnforge partition`; "
                    "each process loads only its part",
     "cooperate": "--distributed cooperative: all processes cooperate, or those of one node "

@@ -70,6 +70,9 @@ class TrainConfig:
     # cooperative: how vertices are assigned to processes ('metis' cuts fewer edges, so
     # fewer embedding rows cross processes; needs pymetis).
     partition: str = "random"
+    # Run the training step's loss and backward under torch.compile(fullgraph=True,
+    # dynamic=False): one compile per distinct batch shape (packing makes it one).
+    compile: bool = False
     # A directory written by `gnnforge partition`: each process loads only its part
     # (node task, sampled, under torchrun; see gnnforge/train/_partitioned.py).
     partitioned: str | None = None
@@ -215,6 +218,9 @@ def validate(config: TrainConfig) -> None:
     _validate_varmisuse(config)
     _validate_dataset(config)
     _validate_distributed(config)
+    if config.compile and config.task != "graph":
+        raise ConfigError(f"--compile supports --task graph (packed batches) in this build, "
+                          f"not --task {config.task}")
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
 

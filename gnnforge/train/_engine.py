@@ -20,7 +20,6 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from gnnforge.plan._auto import PlanPrinter
 from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
                                         load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
@@ -115,7 +114,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     elif world > 1:
         trained = nn.parallel.DistributedDataParallel(model)
     saver = _Saver(path, model, optimizer, task, config, rank, world)
-    report_plans = PlanPrinter()  # the planned layers' choices, once made
+    _plan_model(model, task, printer if rank == 0 else (lambda *_: None))
 
     while progress.epoch < config.epochs and not progress.stopped_early:
         _train_epoch(config, task, trained, optimizer, progress, saver, history, best_state,
@@ -125,18 +124,45 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
             best_state = copy.deepcopy(model.state_dict())
         if rank == 0:
             printer(_epoch_line(row, config.epochs))
-            report_plans(model, printer)
         progress.epoch, progress.step = progress.epoch + 1, 0
         progress.loss_sum, progress.items, progress.seconds = 0.0, 0, 0.0
         saver.save(progress, history, best_state)
         if rank == 0:
             write_metrics(out_dir, history)
     summary = _summary(task, model, best_state, progress, history, config)
+    compiled = getattr(task, "compiled", None)
+    if compiled is not None:  # the counts go to metrics.json and end the output
+        summary["compile"] = dict(zip(("frames", "graph_breaks", "recompiles"),
+                                      compiled.counts()))
     if rank == 0:
-        report_plans(model, printer)
         write_metrics(out_dir, history, summary)
-        printer(format_table(list(summary.items()), f"gnnforge train: {task.name}"))
+        table = [(k, v) for k, v in summary.items() if k != "compile"]
+        printer(format_table(table, f"gnnforge train: {task.name}"))
+        if compiled is not None:
+            printer(compiled.report())
     return summary
+
+
+def _plan_model(model: nn.Module, task: Task, printer) -> None:
+    """Fix every planned layer's composition before the first step, and print it.
+
+    Planned by prediction on the task's `plan_graph()` (the full graph, or the blocks of
+    a fixed first minibatch), never by timing: a resumed run must take the same plans
+    (and so the same float rounding) as an uninterrupted one. A task without a graph to
+    plan on keeps PyG's order.
+    """
+    from gnnforge.plan import optimize, planned_layers
+
+    layers = planned_layers(model)
+    if not layers:
+        return
+    target = getattr(task, "plan_graph", lambda: None)()
+    if target is None:
+        for _, layer in layers:
+            layer.plan = "default"
+        printer("planned layers: PyG's order (this task has no fixed graph to plan on)")
+        return
+    printer(str(optimize(model, target, training=True)))
 
 
 def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank: int,

@@ -9,6 +9,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge.graph import Graph, GraphBatch
+from gnnforge.packing import StaticBatch
+from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._packed_split import PackedSplit
 
@@ -59,6 +61,9 @@ class GraphTask:
                         for split, indices in self.splits.items()}
         for split in ("val", "test"):
             self.loaders[split].plan(0)
+        # --compile: the loss (and its backward) under torch.compile, one graph per pack
+        # shape; evaluation stays eager.
+        self.compiled = CompiledLoss(self._loss_value) if config.compile else None
         y = torch.stack([g.graph_data["y"] for g in graphs])
         self.multiclass = y.dim() == 1 and not y.is_floating_point()
         if self.multiclass:                                                   # [G] classes
@@ -81,9 +86,13 @@ class GraphTask:
     def build_model(self) -> nn.Module:
         from gnnforge.nn import MoleculeGIN
 
-        return MoleculeGIN(self.atom_vocabulary, self.bond_vocabulary, hidden=self.config.hidden,
-                           num_layers=self.config.layers, num_tasks=self.num_tasks,
-                           pool=self.config.pool, dropout=self.config.dropout)
+        model = MoleculeGIN(self.atom_vocabulary, self.bond_vocabulary,
+                            hidden=self.config.hidden, num_layers=self.config.layers,
+                            num_tasks=self.num_tasks, pool=self.config.pool,
+                            dropout=self.config.dropout)
+        if self.compiled is not None:  # the compiled forward leaves this check to us
+            model.check_inputs(GraphBatch.from_graphs(self.graphs))
+        return model
 
     def start_epoch(self, epoch: int) -> int:
         return len(self.loaders["train"].plan(epoch))
@@ -91,24 +100,31 @@ class GraphTask:
     def batch(self, index: int) -> GraphBatch:
         return self.loaders["train"].batch(index)
 
-    def _targets(self, batch: GraphBatch) -> tuple[Tensor, Tensor]:
+    def _targets(self, batch: GraphBatch | StaticBatch) -> tuple[Tensor, Tensor]:
         mask = batch.graph_data.get("y_mask")
         mask = torch.ones_like(batch.graph_data["y"], dtype=torch.bool) if mask is None else mask
         return batch.graph_data["y"], mask & batch.graph_mask.unsqueeze(1)   # [B, T] each
 
     def loss(self, model: nn.Module, batch: GraphBatch) -> tuple[Tensor, int]:
+        if self.compiled is not None:
+            return self.compiled(model, StaticBatch.from_batch(batch)), batch.num_real_graphs
+        return self._loss_value(model, batch), batch.num_real_graphs
+
+    def _loss_value(self, model: nn.Module, batch: GraphBatch | StaticBatch) -> Tensor:
+        """Mean loss over the real graphs of the batch, masked (no data-dependent shapes,
+        no host reads: compilable)."""
         prediction = model(batch)                                             # [B, T]
         if self.multiclass:
-            real = batch.graph_mask
-            return F.cross_entropy(prediction[real], batch.graph_data["y"][real].long()), \
-                batch.num_real_graphs
+            real = batch.graph_mask.to(prediction.dtype)                      # [B]
+            errors = F.cross_entropy(prediction, batch.graph_data["y"].long(), reduction="none")
+            return (errors * real).sum() / real.sum().clamp(min=1)
         y, mask = self._targets(batch)
         if self.classification:
             errors = F.binary_cross_entropy_with_logits(prediction, y, reduction="none")
         else:
             errors = (prediction - (y - self.mean) / self.std) ** 2
         count = mask.sum()
-        return (errors * mask).sum() / count.clamp(min=1), batch.num_real_graphs
+        return (errors * mask).sum() / count.clamp(min=1)
 
     @torch.no_grad()
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:

@@ -120,6 +120,18 @@ class NodeTask:
                               num_layers=self.config.layers, conv=self.config.model,
                               dropout=self.config.dropout)
 
+    def plan_graph(self) -> Any:
+        """What the planner plans the model on (`_engine._plan_model`): the full graph, or
+        the blocks of a fixed minibatch (the first training nodes, a seeded sampler);
+        None for cooperative runs (every process must take the same plan)."""
+        if not self.sampled:
+            return self.graph
+        if self.cooperative:
+            return None
+        seeds = self.train_nodes[: self.config.batch_size]
+        return self.sampler.sampler.sample(self.graph, seeds,
+                                           generator=torch.Generator().manual_seed(0))
+
     def start_epoch(self, epoch: int) -> int:
         if self.sampled:
             return self.sampler.start_epoch(epoch, self.train_nodes)

@@ -106,3 +106,13 @@ def test_train_says_what_it_starts_before_torch_loads(capsys):
                       "(got --task node)"
     assert main(["train", "--task", "node", "--slots", "512", "--no-progress"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_no_progress_reaches_nested_subcommands():
+    parser = argparse.ArgumentParser()
+    load_command(COMMANDS["plan"]).configure(parser)
+    add_progress_flag(parser)
+    assert parser.parse_args(["profile", "--no-progress"]).progress is False
+    assert parser.parse_args(["--no-progress", "profile"]).progress is False
+    assert parser.parse_args(["profile"]).progress is None
+    abandon_deferred()
