@@ -48,6 +48,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def default_backend() -> str:
+    """The process-group backend by tensor device: the collectives follow the tensors.
+
+    gloo alone without CUDA; with CUDA, 'cpu:gloo,cuda:nccl', so CUDA tensors (DDP
+    gradients, embedding exchanges on the GPU) go through NCCL while CPU tensors (the
+    cooperative sampler's id exchanges, gathered RNG states) go through gloo. NCCL alone
+    would fail on the CPU ones.
+    """
+    return "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+
+
 def init_from_env(timeout_s: float = 60.0, backend: str | None = None,
                   rendezvous_timeout_s: float | None = None) -> None:
     """init_process_group from torchrun's environment (MASTER_ADDR, MASTER_PORT, RANK,
@@ -55,7 +66,8 @@ def init_from_env(timeout_s: float = 60.0, backend: str | None = None,
 
     Args:
         timeout_s: the process group's timeout for each collective.
-        backend: 'gloo' or 'nccl' (default: nccl when CUDA is available).
+        backend: a torch.distributed backend string (default `default_backend()`: gloo
+            for CPU tensors, and NCCL for CUDA tensors when CUDA is available).
         rendezvous_timeout_s: how long to wait for every rank to join (default
             $GNNFORGE_RENDEZVOUS_TIMEOUT, else 120 s); see `_rendezvous.join`.
 
@@ -63,7 +75,7 @@ def init_from_env(timeout_s: float = 60.0, backend: str | None = None,
         PeerError: naming the ranks that did not join in time.
         KeyError: naming a missing environment variable.
     """
-    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    backend = backend or default_backend()
     missing = [name for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
                if name not in os.environ]
     if missing:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
+from gnnforge._device import to_device
 from gnnforge.graph import GraphBatch
 
 __all__ = ["StaticBatch"]
@@ -101,9 +102,10 @@ class StaticBatch:
 
     # ------------------------------------------------------------------ moving
 
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> StaticBatch:
-        """The same batch on `device` (non_blocking copies from pinned memory overlap)."""
-        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
+    def to(self, device: torch.device | str) -> StaticBatch:
+        """The same batch on `device`; CPU to GPU through pinned memory, non-blocking."""
+        device = torch.device(device)
+        return self._map(lambda t: to_device(t, device))
 
     def pin_memory(self) -> StaticBatch:
         """Every tensor in page-locked memory, for asynchronous copies to a GPU."""

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gnnforge._device import resolve_device
+
 __all__ = ["ConfigError", "TrainConfig", "load_config"]
 
 TASKS = ("graph", "node", "link", "varmisuse")
@@ -73,6 +75,9 @@ class TrainConfig:
     # Run the training step's loss and backward under torch.compile(fullgraph=True,
     # dynamic=False): one compile per distinct batch shape (packing makes it one).
     compile: bool = False
+    # Where the model trains: 'cpu', 'cuda' or 'cuda:N'. Samplers and packing run on the
+    # CPU; their batches reach the device through pinned, non-blocking copies.
+    device: str = "cpu"
     # A directory written by `gnnforge partition`: each process loads only its part
     # (node task, sampled, under torchrun; see gnnforge/train/_partitioned.py).
     partitioned: str | None = None
@@ -217,6 +222,14 @@ def validate(config: TrainConfig) -> None:
                                   f"(got --task {config.task})")
     _validate_varmisuse(config)
     _validate_dataset(config)
+    try:
+        resolve_device(config.device)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if config.device != "cpu" and (config.distributed == "cooperative"
+                                   or config.partitioned is not None):
+        raise ConfigError(f"--device {config.device}: cooperative and partitioned training "
+                          "exchange CPU rows and run on the CPU in this build; use --device cpu")
     _validate_distributed(config)
     if config.compile and config.task != "graph":
         raise ConfigError(f"--compile supports --task graph (packed batches) in this build, "

@@ -80,7 +80,8 @@ def init_distributed() -> tuple[int, int]:
     from gnnforge.distributed import init_from_env
 
     # A generous collective timeout: rank 0 also writes checkpoints and logs between steps.
-    init_from_env(timeout_s=600.0, backend="gloo")
+    # The default backend follows the tensors (gloo for CPU ones, NCCL for CUDA ones).
+    init_from_env(timeout_s=600.0)
     return dist.get_rank(), dist.get_world_size()
 
 
@@ -96,7 +97,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     if rank == 0:
         check_out_dir(out_dir)  # before the first epoch, not after it
     torch.manual_seed(config.seed)
-    model = task.build_model()
+    model = task.build_model().to(config.device)  # the task moves its data (--device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
     progress, history, best_state = _Progress(), [], None

@@ -64,6 +64,10 @@ class GraphTask:
         # --compile: the loss (and its backward) under torch.compile, one graph per pack
         # shape; evaluation stays eager.
         self.compiled = CompiledLoss(self._loss_value) if config.compile else None
+        # Packs are built on the CPU; off the CPU (or compiled) a batch reaches the model
+        # as a StaticBatch with every array precomputed, copied over pinned memory.
+        self.device = torch.device(config.device)
+        self._static = config.compile or self.device.type != "cpu"
         y = torch.stack([g.graph_data["y"] for g in graphs])
         self.multiclass = y.dim() == 1 and not y.is_floating_point()
         if self.multiclass:                                                   # [G] classes
@@ -79,6 +83,7 @@ class GraphTask:
         variance = (((train_y - self.mean) * train_mask) ** 2).sum(0) / \
             train_mask.sum(0).clamp(min=1)
         self.std = variance.sqrt().clamp(min=1e-6)
+        self.mean, self.std = self.mean.to(self.device), self.std.to(self.device)
         self.num_tasks = y.shape[1]
         self.metric = "val_accuracy" if self.classification else "val_mae"
         self.higher_is_better = self.classification
@@ -105,10 +110,18 @@ class GraphTask:
         mask = torch.ones_like(batch.graph_data["y"], dtype=torch.bool) if mask is None else mask
         return batch.graph_data["y"], mask & batch.graph_mask.unsqueeze(1)   # [B, T] each
 
+    def _model_input(self, batch: GraphBatch) -> GraphBatch | StaticBatch:
+        """The batch as the model takes it: on --device, as a StaticBatch when needed."""
+        if not self._static:
+            return batch
+        return StaticBatch.from_batch(batch).to(self.device)
+
     def loss(self, model: nn.Module, batch: GraphBatch) -> tuple[Tensor, int]:
+        # The item count comes from the CPU-side batch: no device synchronisation.
+        real = batch.num_real_graphs
         if self.compiled is not None:
-            return self.compiled(model, StaticBatch.from_batch(batch)), batch.num_real_graphs
-        return self._loss_value(model, batch), batch.num_real_graphs
+            return self.compiled(model, self._model_input(batch)), real
+        return self._loss_value(model, self._model_input(batch)), real
 
     def _loss_value(self, model: nn.Module, batch: GraphBatch | StaticBatch) -> Tensor:
         """Mean loss over the real graphs of the batch, masked (no data-dependent shapes,
@@ -132,7 +145,7 @@ class GraphTask:
         loader = self.loaders[split]
         total, count = 0.0, 0
         for number in range(len(loader)):
-            batch = loader.batch(number)
+            batch = self._model_input(loader.batch(number))
             prediction = model(batch)
             if self.multiclass:
                 real = batch.graph_mask

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge._device import to_device
 from gnnforge.graph import Graph
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._link_metrics import link_metrics
@@ -87,6 +88,8 @@ class LinkTask:
         self.name = f"link prediction (sampled {config.model.upper()}, dot-product scores)"
         self._order = torch.empty(0, dtype=torch.int64)
         self._removed = self._batches = 0
+        # Sampling and negatives stay on the CPU; blocks, inputs and indices move (--device).
+        self.device = torch.device(config.device)
 
     def build_model(self) -> nn.Module:
         width = None if self.x is None else self.x.shape[1]
@@ -116,11 +119,16 @@ class LinkTask:
                 "negatives": local[2 * n:]}
 
     def _inputs(self, nodes: Tensor) -> Tensor | None:
-        return None if self.x is None else self.x.index_select(0, nodes)
+        """Input features of `nodes` (CPU ids), gathered on the CPU, on the device."""
+        return None if self.x is None else to_device(self.x.index_select(0, nodes), self.device)
 
     def loss(self, model: nn.Module, batch: dict[str, Any]) -> tuple[Tensor, int]:
+        features = self._inputs(batch["blocks"][0].src_nodes)
+        if self.device.type != "cpu":
+            batch = {key: ([block.to(self.device) for block in value] if key == "blocks"
+                           else to_device(value, self.device)) for key, value in batch.items()}
         blocks = batch["blocks"]
-        h = model(blocks, blocks[0].src_nodes, self._inputs(blocks[0].src_nodes))
+        h = model(blocks, blocks[0].src_nodes, features)
         heads = h[batch["heads"]]
         positive = LinkModel.score(heads, h[batch["tails"]])
         negative = LinkModel.score(heads, h[batch["negatives"]])
@@ -132,15 +140,18 @@ class LinkTask:
     def embed(self, model: nn.Module) -> Tensor:
         """[N, hidden] embeddings of every node on the message graph (eval mode)."""
         model.eval()
-        nodes = torch.arange(self.split.num_nodes)
-        h = model(self.split.message_graph, nodes, self.x)
+        graph = self.split.message_graph
+        nodes = torch.arange(self.split.num_nodes, device=self.device)
+        x = None if self.x is None else self.x.to(self.device)
+        h = model(graph if self.device.type == "cpu" else graph.to(self.device), nodes, x)
         model.train()
         return h
 
     @torch.no_grad()
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         h = self.embed(model)
-        pairs, tails = self.split.pairs[split], self.eval_negatives[split]
+        pairs = self.split.pairs[split].to(self.device)
+        tails = self.eval_negatives[split].to(self.device)
         positive = LinkModel.score(h[pairs[:, 0]], h[pairs[:, 1]])
         negative = LinkModel.score(h[pairs[:, 0]].unsqueeze(1), h[tails])
         return link_metrics(positive, negative, split)

@@ -70,7 +70,7 @@ class PartitionedNodeTask:
         if not dist.is_initialized() and "WORLD_SIZE" in os.environ:  # torchrun, even of 1
             from gnnforge.distributed import init_from_env
 
-            init_from_env(timeout_s=600.0, backend="gloo")  # as the engine's own launch
+            init_from_env(timeout_s=600.0)  # as the engine's own launch
         if not dist.is_initialized():
             raise ConfigError("--partitioned runs under torchrun (one process per part): "
                               "torchrun --nproc-per-node P -m gnnforge train --partitioned DIR")
