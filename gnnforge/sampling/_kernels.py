@@ -124,16 +124,18 @@ def labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi, num_nodes, key_a, k
     weights sum to its number of kept edges (a plain mean of w * h is then the Hajek
     estimate of the full-neighbourhood mean).
 
-    r_t is hashed once per vertex into a table when the frontier has at least as many
-    in-edges as the graph has vertices (the deep layers; the table is then no larger than
-    the layer's work), else once per edge; a first pass marks the kept edges so that no
+    r_t is hashed once per vertex into a table when the frontier has at least 8 in-edges
+    per vertex of the graph (the table is then no larger than the per-edge marks), else
+    once per edge; a first pass marks the kept edges so that no
     variate is computed twice.
     """
     n = rows.shape[0]
     total = 0
     for i in range(n):
         total += rowptr[rows[i] + 1] - rowptr[rows[i]]
-    table = total >= num_nodes
+    # The [N] float64 table only when the layer reads 8 in-edges per vertex anyway: it is
+    # then no larger than `keep` (1 byte per in-edge), so memory follows the batch.
+    table = total >= 8 * num_nodes
     r = _vertex_variates(num_nodes, key_a, key_b, mix, dependent) if table \
         else np.empty(0, dtype=np.float64)
     keep = np.zeros(total, dtype=np.bool_)
