@@ -274,6 +274,8 @@ def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:
     if data.shape[0] == 0:  # a graph without edges: every winner is -1
         return data.new_zeros(rows.shape)
     flat = data.reshape(-1)
+    if flat.numel() == 0:  # no edges (or no source rows): every row has no winner (-1)
+        return rows.new_zeros(rows.shape, dtype=data.dtype)
     width = math.prod(data.shape[1:])
     return flat[rows.long().clamp(min=0) * width + offset] * (rows >= 0)
 

@@ -126,11 +126,21 @@ def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[N
     if index_dtype not in (None, torch.int32, torch.int64):
         raise ValueError(f"use_backend: index_dtype must be torch.int32, torch.int64 or None, "
                          f"got {index_dtype}")
+    global _GENERATION
     token = _FORCED.set(Choice(name, index_dtype))
+    _GENERATION += 1
     try:
         yield
     finally:
         _FORCED.reset(token)
+        _GENERATION += 1
+
+
+# Bumped whenever a `use_backend` block opens or closes. torch.compile cannot read a
+# ContextVar (nor trace the native library's loader), so traced code takes the choice as a
+# constant (`_traced_choice`) and reads this global, on which dynamo guards: a function
+# compiled under one backend recompiles when called under another.
+_GENERATION = 0
 
 
 @functools.lru_cache(maxsize=4)
@@ -155,6 +165,17 @@ def choose(family: str, device: torch.device) -> Choice:
     Raises:
         ValueError: when the forced backend cannot run on `device`.
     """
+    if torch.compiler.is_compiling():
+        return Choice(*_traced_choice(family, device.type, _GENERATION))
+    return _choose(family, device)
+
+
+@torch.compiler.assume_constant_result
+def _traced_choice(family: str, device_type: str, generation: int) -> tuple:
+    return tuple(_choose(family, torch.device(device_type)))
+
+
+def _choose(family: str, device: torch.device) -> Choice:
     choice = forced()
     if choice is None:
         backend = DEFAULTS.get((family, device.type), "reference")

@@ -136,7 +136,10 @@ def _check_graph(graph) -> None:
     if missing:
         raise TypeError(f"graph: expected a gnnforge Graph or an object with the kernel "
                         f"protocol {_PROTOCOL}; {type(graph).__name__} lacks {missing}")
-    if all(hasattr(type(graph), name) for name in _PROTOCOL):  # class-level: every instance
+    # Class-level: every instance. Not while compiling: a traced mutation of this global
+    # would fail dynamo's guard on it at the next call and recompile.
+    if not torch.compiler.is_compiling() and all(hasattr(type(graph), name)
+                                                 for name in _PROTOCOL):
         _CHECKED_TYPES.add(type(graph))
 
 
@@ -205,7 +208,10 @@ def _arrays(graph, forced_dtype, csc: bool, coo: bool) -> list[Tensor]:
     """GraphArrays for the custom ops (see `_custom_ops`): CSC/COO only when needed."""
     dtype = index_dtype(graph, forced_dtype)
     rowptr, col, eids = graph.csr(dtype)
-    empty = _EMPTY.get((dtype, rowptr.device))
+    if torch.compiler.is_compiling():  # no global cache: mutating it would recompile
+        empty = rowptr.new_empty(0)
+    else:
+        empty = _EMPTY.get((dtype, rowptr.device))
     if empty is None:  # read-only placeholder for the arrays a call does not need
         empty = _EMPTY.setdefault((dtype, rowptr.device), rowptr.new_empty(0))
     colptr, row, ceids = graph.csc(dtype) if csc else (empty, empty, empty)
