@@ -8,10 +8,17 @@ strategy's total for ITERS iterations (default 100) including its overheads:
 
     default      ITERS x t(PyG's plan)
     alternative  ITERS x t(the other association: (Â X) W for GCN, (alpha X) W for GAT)
+    width rule   ITERS x t(project first when the output is narrower, else aggregate
+                 first: DGL's order), with the default's normalisation
     naive        the first run of every candidate (measured), then ITERS - #candidates
                  iterations of the one whose first run was fastest
-    planner      gnnforge.plan.optimize (graph features + predictions; the median of 5
+    predicted    gnnforge.plan.optimize (graph features + predictions; the median of 5
                  calls, measured) + ITERS x t(its choice)
+    planner      the layer as shipped (plan="auto"): a fresh copy runs up to AUTO_CALLS
+                 real iterations; its planning time (measured) + each of those calls at
+                 its plan's t + the remaining iterations at t(the plan it locked in). It
+                 predicts, or measures the candidates in doubt (on a fingerprint
+                 mismatch, e.g. under --backend numba with models fitted on native)
     oracle       ITERS x the best measured t
 
 Running ITERS real iterations of every candidate of every configuration would take hours
@@ -26,7 +33,7 @@ noise" when its median is within that threshold of the best's; "indistinguishabl
 a two-sided Mann-Whitney U test on the two plans' runs gives p >= 0.05.
 
     PYTHONPATH=. python benchmarks/planner.py [--samples 6] [--iters 100] [--threads 1]
-        [--graphs NAME ...] [--models GCN GAT] [--rows-out rows.jsonl]
+        [--graphs NAME ...] [--models GCN GAT SAGE] [--backend numba] [--rows-out rows.jsonl]
     PYTHONPATH=. python benchmarks/planner.py --summarize rows.jsonl ...
 """
 
@@ -43,17 +50,22 @@ from collections import defaultdict
 import torch
 from tqdm import tqdm
 
+from gnnforge import ops
 from gnnforge.data import rmat
-from gnnforge.nn import GATConv, GCNConv
-from gnnforge.plan import CostModel, candidates, default_composition, optimize
+from gnnforge.nn import GATConv, GCNConv, SAGEConv
+from gnnforge.plan import (CostModel, auto_plans, candidates, configure_auto,
+                           default_composition, optimize, primitives)
 from gnnforge.plan._calibrate import layer_iteration, time_plans
-from gnnforge.plan._optimize import layer_candidates
+from gnnforge.plan._optimize import layer_candidates, layer_symbols
+from gnnforge.plan._primitives import bind
 from gnnforge.plan._profile import limit_threads
 from gnnforge.plan._suite import benchmark_graphs
 
 WIDTHS = ((32, 256), (256, 32), (256, 256), (32, 2048), (2048, 32))
-MODELS = {"GCN": lambda i, o: GCNConv(i, o), "GAT": lambda i, o: GATConv(i, o, heads=1)}
+MODELS = {"GCN": lambda i, o: GCNConv(i, o), "GAT": lambda i, o: GATConv(i, o, heads=1),
+          "SAGE": lambda i, o: SAGEConv(i, o)}
 NOISE_QUANTILE = 0.9
+AUTO_CALLS = 15  # real iterations of the auto layer (its race takes at most ~10)
 
 
 def _alternative(layer):
@@ -61,6 +73,44 @@ def _alternative(layer):
     others = [c for c in candidates(layer.plan_expression())
               if c.tree != default.tree and c.norm == default.norm]
     return others[0]
+
+
+def _sparse_width(plan, symbols) -> float:
+    return sum(bind(dims, symbols) for prim in primitives(plan) if prim.name.startswith("spmm")
+               for _, dims in prim.sizes)
+
+
+def _width_rule(layer, graph):
+    """DGL's order: project first when the output is narrower than the input, else
+    aggregate first; i.e. the tree aggregating the narrower width, Â realised as the
+    default does (the default on a tie)."""
+    default = default_composition(layer.plan_expression())
+    symbols = layer_symbols(layer, dict(num_dst_nodes=graph.num_nodes,
+                                        num_src_nodes=graph.num_nodes,
+                                        num_edges=graph.num_edges))
+    same_norm = [c for c in candidates(layer.plan_expression()) if c.norm == default.norm]
+    return min([default] + same_norm, key=lambda c: _sparse_width(c, symbols))
+
+
+def _auto_run(layer, graph, x, training, cost_model):
+    """A fresh auto layer (the given one's weights): up to AUTO_CALLS real iterations.
+    Returns (plan of each call, locked plan, planning seconds, race overhead by the
+    layer's own timings, reason)."""
+    configure_auto(cost_model=cost_model)
+    auto = type(layer).__new__(type(layer))
+    auto.__dict__.update({k: v for k, v in layer.__dict__.items()
+                          if k not in ("_auto_plans", "_prepared")})
+    auto.plan = "auto"
+    run = layer_iteration(auto, graph, x, training)
+    for _ in range(AUTO_CALLS):
+        run()
+        (entry,) = auto_plans(auto).values()
+        if entry.plan is not None and entry.calls >= 1:
+            break
+    calls = ([entry.race.plans[i] for i, _ in entry.race.calls] if entry.race is not None
+             else [entry.plan])
+    return calls, entry.plan, entry.planning_s, entry.overhead_s - entry.planning_s, \
+        entry.reason
 
 
 def _warm_up(cost_model) -> None:
@@ -86,16 +136,24 @@ def measure(model_name, graph, widths, training, iters, samples, seed, cost_mode
     x = torch.randn(graph.num_nodes, widths[0], requires_grad=training)
     plans = layer_candidates(layer)  # the default first, as the planner sees them
     alternative = _alternative(layer)
-    if alternative not in plans:
-        plans.append(alternative)
+    width_rule = _width_rule(layer, graph)
+    for extra in (alternative, width_rule):
+        if extra not in plans:
+            plans.append(extra)
+    layer.plan = "default"
     layer_iteration(layer, graph, x, training)()  # warm-up: loops, CSR, degrees per graph
     first, times = time_plans(layer, graph, x, training, plans, samples, min_seconds,
                               max_samples)
     decisions = [optimize(layer, graph, training=training, cost_model=cost_model)
                  for _ in range(5)]  # the same decision 5 times; overhead: the median
     decision = decisions[0]
+    calls, locked, planning, race_overhead, reason = _auto_run(layer, graph, x, training,
+                                                               cost_model)
     return dict(
         plans=[str(p) for p in plans], default=str(plans[0]), alternative=str(alternative),
+        width_rule=str(width_rule), auto_calls=[str(p) for p in calls],
+        auto_plan=str(locked), auto_planning=planning, auto_race_overhead=race_overhead,
+        auto_reason=reason,
         chosen=str(layer.plan), first={str(p): s for p, s in first.items()},
         times={str(p): t for p, t in times.items()},
         overhead=statistics.median(d.overhead_s for d in decisions),
@@ -120,6 +178,8 @@ def main(argv=None) -> int:
                         choices=["infer", "train"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--backend", default=None, choices=ops.BACKENDS,
+                        help="force this aggregation backend (gnnforge.ops.use_backend)")
     parser.add_argument("--cost-models", default=None,
                         help="cost-model folder (default: the models shipped with gnnforge)")
     parser.add_argument("--rows-out", default=None,
@@ -133,6 +193,13 @@ def main(argv=None) -> int:
         print_tables(rows)
         return 0
     limit_threads(args.threads)
+    if args.backend:
+        with ops.use_backend(args.backend):
+            return _run(args)
+    return _run(args)
+
+
+def _run(args) -> int:
     cost_model = CostModel.load(args.cost_models)
     start = time.perf_counter()
     graphs = list(benchmark_graphs(names=args.graphs))
@@ -150,7 +217,7 @@ def main(argv=None) -> int:
         row = dict(model=model_name, graph=gname, family=family, nodes=graph.num_nodes,
                    edges=graph.num_edges, widths=list(w), training=training,
                    samples=args.samples, min_seconds=args.min_seconds, threads=args.threads,
-                   **r)
+                   backend=args.backend or "default", **r)
         rows.append(row)
         if args.rows_out:
             with open(args.rows_out, "a") as handle:
@@ -186,21 +253,27 @@ def evaluate_row(r, threshold: float) -> dict:
     iters, candidates_ = r["iters"], r["plans"]  # the alternative too, if pruning dropped it
     best = min(candidates_, key=t.__getitem__)
     naive_pick = min(candidates_, key=r["first"].__getitem__)
+    auto_calls = r["auto_calls"][:iters]
     totals = {
         "default": iters * t[r["default"]],
         "alternative": iters * t[r["alternative"]],
+        "width": iters * t[r["width_rule"]],
         "naive": sum(r["first"][p] for p in candidates_)
         + max(iters - len(candidates_), 0) * t[naive_pick],
-        "planner": r["overhead"] + iters * t[r["chosen"]],
+        "predicted": r["overhead"] + iters * t[r["chosen"]],
+        "planner": r["auto_planning"] + sum(t[p] for p in auto_calls)
+        + (iters - len(auto_calls)) * t[r["auto_plan"]],
         "oracle": iters * t[best],
     }
-    chosen = r["chosen"]
+    chosen = r["auto_plan"]
     return dict(
         totals=totals, best=best,
         speedup={k: totals["default"] / v for k, v in totals.items()},
         strict=chosen == best, within=t[chosen] <= (1 + threshold) * t[best],
         judged=chosen == best or _indistinguishable(r["times"][chosen], r["times"][best]),
-        overhead_ratio=r["overhead"] / t[chosen])
+        slower=t[chosen] > t[r["default"]] and not _indistinguishable(
+            r["times"][chosen], r["times"][r["default"]]),
+        overhead_ratio=(totals["planner"] - iters * t[chosen]) / (iters * t[chosen]))
 
 
 def _geomean(values):
@@ -218,6 +291,8 @@ _LEGEND = {
     "((Â @ X) @ W)  [Â dynamic]": "(ÂX)W dyn",
     "(attention(A, ((X @ W) @ a_src), (dst_rows((X @ W)) @ a_dst)) @ (X @ W))": "α(XW)",
     "((attention(A, (X @ (W @ a_src)), dst_rows((X @ (W @ a_dst)))) @ X) @ W)": "(αX)W",
+    "((((M @ X) @ Wl) + 1bl) + (dst_rows(X) @ Wr))": "(MX)Wl",
+    "(((M @ (X @ Wl)) + 1bl) + (dst_rows(X) @ Wr))": "M(XWl)",
 }
 
 
@@ -239,46 +314,53 @@ def print_tables(rows) -> None:
     print(f"\ntotals for {first['iters']} iterations; per-iteration time = median of "
           f">= {first['samples']} interleaved runs (more until the rounds took "
           f"{first.get('min_seconds', 0)} s: {runs[0]} to {runs[-1]} runs, median "
-          f"{_median(runs)}); {first['threads']} thread(s); speedup = default total / "
-          "strategy total (higher is better)\n")
-    print("| model | graph | in->out | mode | alt | naive | planner | oracle | "
-          "planner choice | measured best | overhead / layer iter |")
-    print("|---|---|---|---|---:|---:|---:|---:|---|---|---:|")
+          f"{_median(runs)}); {first['threads']} thread(s); backend "
+          f"{first.get('backend', 'default')}; speedup = default total / strategy total "
+          "(higher is better)\n")
+    print("| model | graph | in->out | mode | width rule | predicted | planner | oracle | "
+          "planner's plan | how | measured best | planner overhead / 100 iters |")
+    print("|---|---|---|---|---:|---:|---:|---:|---|---|---|---:|")
     for r, e in results:
         sp = e["speedup"]
         mark = "" if e["strict"] else (" (tie)" if e["judged"] else " (miss)")
+        mark += " SLOWER" if e["slower"] else ""
+        how = "measured" if r["auto_reason"] else "predicted"
         print(f"| {r['model']} | {r['graph']} | {r['widths'][0]}->{r['widths'][1]} | "
-              f"{_mode(r)} | {sp['alternative']:.2f} | {sp['naive']:.2f} | "
-              f"{sp['planner']:.2f} | {sp['oracle']:.2f} | {_short(r['chosen'])}{mark} | "
-              f"{_short(e['best'])} | {e['overhead_ratio']:.3f} |")
+              f"{_mode(r)} | {sp['width']:.2f} | {sp['predicted']:.2f} | "
+              f"{sp['planner']:.2f} | {sp['oracle']:.2f} | {_short(r['auto_plan'])}{mark} | "
+              f"{how} | {_short(e['best'])} | {e['overhead_ratio']:.2%} |")
     print(f"\nnoise threshold: {threshold:.1%} ({NOISE_QUANTILE:.0%} quantile of |median of "
           f"odd rounds / median of even rounds - 1| over {sum(len(r['times']) for r in rows)}"
           " (configuration, candidate) pairs)\n")
-    print("| model | mode | configs | alt geomean | naive geomean | planner geomean "
-          "(min / max) | oracle geomean | planner >= naive | = best (strict) | within "
-          "noise | strict or indistinguishable |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | mode | configs | width rule | predicted | planner (min / max) | oracle | "
+          "planner / oracle | planner >= width rule | measured | = best or indistinguishable "
+          "| significantly slower than default |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     groups = defaultdict(list)
     for r, e in results:
-        groups[(r["model"], _mode(r))].append(e)
-        groups[(r["model"], "all")].append(e)
+        groups[(r["model"], _mode(r))].append((r, e))
+        groups[(r["model"], "all")].append((r, e))
     for (model_name, mode), group in sorted(groups.items()):
-        sp = {k: [e["speedup"][k] for e in group]
-              for k in ("alternative", "naive", "planner", "oracle")}
-        share = lambda key: sum(e[key] for e in group) / len(group)  # noqa: E731
-        beats = sum(p >= n for p, n in zip(sp["planner"], sp["naive"])) / len(group)
-        print(f"| {model_name} | {mode} | {len(group)} | {_geomean(sp['alternative']):.2f} | "
-              f"{_geomean(sp['naive']):.2f} | {_geomean(sp['planner']):.2f} "
-              f"({min(sp['planner']):.2f} / {max(sp['planner']):.2f}) | "
-              f"{_geomean(sp['oracle']):.2f} | {beats:.0%} | {share('strict'):.0%} | "
-              f"{share('within'):.0%} | {share('judged'):.0%} |")
+        sp = {k: _geomean([e["speedup"][k] for _, e in group])
+              for k in ("width", "predicted", "planner", "oracle")}
+        low = min(e["speedup"]["planner"] for _, e in group)
+        high = max(e["speedup"]["planner"] for _, e in group)
+        measured = sum(bool(r["auto_reason"]) for r, _ in group)
+        print(f"| {model_name} | {mode} | {len(group)} | {sp['width']:.3f} | "
+              f"{sp['predicted']:.3f} | {sp['planner']:.3f} ({low:.2f} / {high:.2f}) | "
+              f"{sp['oracle']:.3f} | {sp['planner'] / sp['oracle']:.3f} | "
+              f"{'yes' if sp['planner'] >= sp['width'] else 'no'} | {measured} | "
+              f"{sum(e['judged'] for _, e in group)} | {sum(e['slower'] for _, e in group)} |")
     _print_legend(rows)
     ratios = sorted(e["overhead_ratio"] for _, e in results)
-    seconds = sorted(r["overhead"] for r in rows)
-    print(f"\nplanning overhead / one iteration of the chosen plan: median "
-          f"{_median(ratios):.3f}, max {ratios[-1]:.3f}; within one iteration in "
-          f"{sum(v <= 1 for v in ratios)}/{len(ratios)} configurations; planning itself: "
-          f"median {_median(seconds) * 1e3:.2f} ms, max {seconds[-1] * 1e3:.2f} ms")
+    seconds = sorted(r["auto_planning"] for r in rows)
+    races = sorted(r["auto_race_overhead"] for r in rows)
+    print(f"\nplanner overhead (planning + measuring, by the benchmark's medians) / "
+          f"{first['iters']} iterations of its plan: median {_median(ratios):.2%}, max "
+          f"{ratios[-1]:.2%}; under 2% in {sum(v < 0.02 for v in ratios)}/{len(ratios)}; "
+          f"planning itself: median {_median(seconds) * 1e3:.2f} ms, max "
+          f"{seconds[-1] * 1e3:.2f} ms; measuring cost by the layer's own timings: median "
+          f"{_median(races) * 1e3:.2f} ms, max {races[-1] * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":

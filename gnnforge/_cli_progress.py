@@ -14,12 +14,18 @@ from collections.abc import Iterator
 __all__ = ["add_progress_flag", "progress_switch"]
 
 
-def add_progress_flag(parser: argparse.ArgumentParser) -> None:
-    """Add `--progress/--no-progress` unless the command defines its own."""
-    if any(action.dest == "progress" for action in parser._actions):
-        return
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="progress bars on stderr (default: shown on a terminal only)")
+def add_progress_flag(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """Add `--progress/--no-progress` unless the command defines its own, also to its
+    nested subcommands (`gnnforge plan profile --no-progress`)."""
+    if not any(action.dest == "progress" for action in parser._actions):
+        parser.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                            default=default,
+                            help="progress bars on stderr (default: shown on a terminal only)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                # SUPPRESS: a child that is not given the flag keeps the parent's value
+                add_progress_flag(child, argparse.SUPPRESS)
 
 
 @contextlib.contextmanager

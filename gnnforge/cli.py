@@ -3,7 +3,9 @@
 Each subcommand lives beside its capability in a `_cli.py` module that defines
 `DESCRIPTION`, `configure(parser)` and `run(args) -> int`; this file only routes.
 `configure` must stay light (no torch at module level or in `configure`): `--help` and
-argument errors never import torch; `run` imports what the command needs.
+argument errors never import torch; `run` imports what the command needs. A module may
+also define `starting(args) -> str | None`: a line printed on stderr before torch is
+imported, so a long command says what it does from its first second.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ COMMANDS = {
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
     "plan": "gnnforge.plan._cli",
+    "partition": "gnnforge.distributed._cli",
     "tune": "gnnforge.ops._tune_cli",
     "doctor": "gnnforge._doctor",
 }
@@ -47,6 +50,19 @@ def _version_line() -> str:
     return f"gnnforge {__version__} (torch {torch}, python {python})"
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, with the torch version read only when asked (importlib.metadata is a
+    noticeable import on a busy machine)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print the versions of gnnforge, torch and Python and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version_line())
+        parser.exit()
+
+
 def _chosen(argv: Sequence[str]) -> str | None:
     """The subcommand named in `argv` (the top-level parser takes no option values)."""
     for token in argv:
@@ -58,7 +74,7 @@ def _chosen(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] = ()) -> tuple[argparse.ArgumentParser, dict[str, object]]:
     """The parser, with the subcommand named in `argv` configured (others listed only)."""
     parser = argparse.ArgumentParser(prog="gnnforge", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=_version_line())
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _chosen(argv)
     modules = {}
@@ -88,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         abandon_deferred()
         parser.print_help()
         return 2
+    starting = getattr(modules[args.command], "starting", None)
+    line = starting(args) if starting is not None and args.progress is not False else None
+    if line:
+        print(line, file=sys.stderr, flush=True)
     try:
         run_deferred()
         with progress_switch(getattr(args, "progress", None)):

@@ -13,6 +13,7 @@ compressed-format code that defines what the kernels read.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -68,7 +69,7 @@ def _first_true(mask: Tensor) -> int:
     return int(torch.nonzero(mask)[0, 0])
 
 
-def _check_range(name: str, index: Tensor, upper: int) -> None:
+def _check_range(name: str, index: Tensor, upper: int, bound: str = "num_nodes") -> None:
     if index.numel() == 0:
         return
     bad = (index < 0) | (index >= upper)
@@ -76,8 +77,19 @@ def _check_range(name: str, index: Tensor, upper: int) -> None:
         position = _first_true(bad)
         raise GraphError(
             f"{name}[{position}] = {int(index[position])} is out of range: "
-            f"ids must lie in [0, {upper}) for num_nodes={upper}"
+            f"ids must lie in [0, {upper}) for {bound}={upper}"
         )
+
+
+def _check_count(name: str, value: Any) -> int:
+    """A node count: a non-negative int (numpy and 0-d tensors accepted), never a bool."""
+    if isinstance(value, Tensor) and value.dim() == 0 and not value.is_floating_point():
+        value = int(value)
+    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
+        raise GraphError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not 0 <= value < 2**63:
+        raise GraphError(f"{name} must lie in [0, 2**63), got {value}")
+    return int(value)
 
 
 def _check_features(kind: str, data: Mapping[str, Any] | None, length: int) -> Mapping[str, Tensor]:
@@ -111,8 +123,12 @@ def _check_finite(name: str, tensor: Tensor) -> None:
 def _check_graph_data(data: Mapping[str, Any] | None) -> Mapping[str, Tensor]:
     if data is None:
         return _EMPTY
+    if not isinstance(data, Mapping):
+        raise GraphError(f"graph_data: expected a dict of tensors, got {type(data).__name__}")
     checked = {}
     for key, value in data.items():
+        if not isinstance(key, str):
+            raise GraphError(f"graph_data: keys must be strings, got {key!r}")
         tensor = _to_tensor(f"graph_data[{key!r}]", value)
         _check_finite(f"graph_data[{key!r}]", tensor)
         checked[key] = tensor
@@ -127,10 +143,28 @@ def _compress(major: Tensor, minor: Tensor, num_major: int, num_minor: int,
     """Sort edges by (major, minor) and return (ptr, minor sorted, permutation)."""
     # Sorting by the pair, not major alone, keeps each row's sources ascending, which is
     # what makes a pull kernel read source features in memory order.
-    order = torch.argsort(major * max(num_minor, 1) + minor, stable=True)
+    order = _lexicographic_order([major, minor], [num_major, num_minor])
     ptr = torch.zeros(num_major + 1, dtype=torch.int64, device=major.device)
     ptr[1:] = torch.cumsum(torch.bincount(major, minlength=num_major), 0)
     return ptr.to(index_dtype), minor[order].to(index_dtype), order.to(index_dtype)
+
+
+def _lexicographic_order(columns: list[Tensor], sizes: list[int]) -> Tensor:
+    """Stable order of the rows of `columns` (ids in [0, size)) by (columns[0], columns[1], ...).
+
+    One sort of the mixed-radix key when the product of the sizes fits in int64; else one
+    stable sort per column, last column first, so no key can wrap around (a graph with more
+    than about 3e9 nodes, or a relation view with a huge side).
+    """
+    if math.prod(max(size, 1) for size in sizes) < 2**63:
+        key = columns[0]
+        for column, size in zip(columns[1:], sizes[1:]):
+            key = key * max(size, 1) + column
+        return torch.argsort(key, stable=True)
+    order = torch.argsort(columns[-1], stable=True)
+    for column in reversed(columns[:-1]):
+        order = order[torch.argsort(column[order], stable=True)]
+    return order
 
 
 def _cached_compressed(cache: dict, kind: str, index_dtype: torch.dtype, src: Tensor,
@@ -299,8 +333,8 @@ class Graph:
         key = ("by_relation", types)
         if key not in self._cache:
             etype = self.edge_type if self.edge_type is not None else torch.zeros_like(self.src)
-            self._cache[key] = BipartiteGraph(self.src, self.dst * types + etype, self.num_nodes,
-                                              self.num_nodes * types)
+            self._cache[key] = BipartiteGraph._trusted(self.src, self.dst * types + etype,
+                                                       self.num_nodes, self.num_nodes * types)
         return self._cache[key]
 
     def in_degrees(self) -> Tensor:
@@ -373,6 +407,12 @@ class Graph:
         """
         if self.edge_type is not None and edge_type is None:
             raise ValueError("add_self_loops: this graph has edge types; pass edge_type= for the loops")
+        if self.edge_type is None and edge_type is not None:
+            raise ValueError(f"add_self_loops: this graph has no edge types, so edge_type="
+                             f"{edge_type!r} would be dropped; leave it out")
+        if edge_type is not None and (not isinstance(edge_type, int | np.integer)
+                                      or isinstance(edge_type, bool) or edge_type < 0):
+            raise ValueError(f"add_self_loops: edge_type must be an int >= 0, got {edge_type!r}")
         loops = torch.arange(self.num_nodes, device=self.device)
         types = None
         if self.edge_type is not None:
@@ -384,10 +424,11 @@ class Graph:
 
     def coalesce(self) -> Graph:
         """Drop duplicate edges (same src, dst and edge type), keeping each first occurrence."""
-        key = self.src * max(self.num_nodes, 1) + self.dst
+        columns, sizes = [self.src, self.dst], [self.num_nodes, self.num_nodes]
         if self.edge_type is not None:
-            key = key * self.num_edge_types + self.edge_type
-        return self._select_edges(_first_occurrences(key))
+            columns.append(self.edge_type)
+            sizes.append(self.num_edge_types)
+        return self._select_edges(_first_occurrences(columns, sizes))
 
     def to_undirected(self, dedup: bool = True) -> Graph:
         """Add the reverse of every edge (edge data copied), then optionally `coalesce`."""
@@ -490,24 +531,29 @@ class Graph:
 
 def _infer_num_nodes(src: Tensor, dst: Tensor, num_nodes: int | None) -> int:
     if num_nodes is None:
-        return int(torch.maximum(src.max(), dst.max())) + 1 if src.numel() else 0
+        largest = int(torch.maximum(src.max(), dst.max())) if src.numel() else -1
+        if largest == 2**63 - 1:
+            raise GraphError(f"node id {largest} leaves no int64 room for num_nodes = id + 1")
+        return largest + 1
     if isinstance(num_nodes, Tensor):
         num_nodes = int(num_nodes)
     if not isinstance(num_nodes, int | np.integer) or isinstance(num_nodes, bool):
         raise GraphError(f"num_nodes must be an int, got {type(num_nodes).__name__}")
-    if num_nodes < 0:
-        raise GraphError(f"num_nodes must be >= 0, got {num_nodes}")
+    if not 0 <= num_nodes < 2**63:
+        raise GraphError(f"num_nodes must lie in [0, 2**63), got {num_nodes}")
     return int(num_nodes)
 
 
-def _first_occurrences(key: Tensor) -> Tensor:
-    """Positions of the first occurrence of each distinct key, in ascending order."""
-    if key.numel() == 0:
-        return key.new_zeros(0)
-    order = torch.argsort(key, stable=True)
-    sorted_key = key[order]
-    first = torch.ones_like(sorted_key, dtype=torch.bool)
-    first[1:] = sorted_key[1:] != sorted_key[:-1]
+def _first_occurrences(columns: list[Tensor], sizes: list[int]) -> Tensor:
+    """Positions of the first occurrence of each distinct row of `columns`, ascending."""
+    if columns[0].numel() == 0:
+        return columns[0].new_zeros(0)
+    order = _lexicographic_order(columns, sizes)
+    first = torch.ones(order.numel(), dtype=torch.bool, device=order.device)
+    first[1:] = False
+    for column in columns:
+        ordered = column[order]
+        first[1:] |= ordered[1:] != ordered[:-1]
     return torch.sort(order[first]).values
 
 
@@ -670,6 +716,10 @@ class GraphBatch(Graph):
             ValueError: when the batch does not fit, leaving no room for the padding graph
                 (it needs one node and one graph slot).
         """
+        for name, value in (("num_nodes", num_nodes), ("num_edges", num_edges),
+                            ("num_graphs", num_graphs)):
+            if not isinstance(value, int | np.integer) or isinstance(value, bool):
+                raise TypeError(f"pad: {name} must be an int, got {value!r}")
         if num_nodes < self.num_nodes + 1 or num_edges < self.num_edges or num_graphs < self.num_graphs + 1:
             raise ValueError(
                 f"pad: batch with {self.num_nodes} nodes, {self.num_edges} edges, "
@@ -759,23 +809,52 @@ def _check_compatible(graphs: list[Graph]) -> None:
 
 
 class BipartiteGraph:
-    """Edges from `num_src_nodes` sources to `num_dst_nodes` destinations (trusted input).
+    """Edges from `num_src_nodes` sources to `num_dst_nodes` destinations.
 
     The smallest object that follows the kernel protocol for non-square structure: a
     relation-expanded view of a typed graph (destination (v, r) as one row), for instance,
-    so that one g-SpMM computes every per-relation aggregate. Built by internal code from
-    already valid ids; CSR/CSC are derived on first use and cached like a Graph's.
+    so that one g-SpMM computes every per-relation aggregate. The constructor validates
+    like `Graph`'s (the kernels trust these ids); internal code that derives the ids from
+    a validated graph uses `BipartiteGraph._trusted`. CSR/CSC are derived on first use and
+    cached like a Graph's.
 
     Attributes:
         src: [E] int64 ids in [0, num_src_nodes). dst: [E] int64 ids in [0, num_dst_nodes).
+
+    Raises:
+        GraphError: on a non-integer or non-1-D id tensor, unequal lengths, a negative or
+            non-integer count, or an id out of range (naming the first one).
     """
 
     __slots__ = ("src", "dst", "num_src_nodes", "num_dst_nodes", "_cache")
 
-    def __init__(self, src: Tensor, dst: Tensor, num_src_nodes: int, num_dst_nodes: int) -> None:
+    def __init__(self, src: Tensor | np.ndarray | Sequence[int],
+                 dst: Tensor | np.ndarray | Sequence[int], num_src_nodes: int,
+                 num_dst_nodes: int) -> None:
+        src_t, dst_t = _index_tensor("src", src), _index_tensor("dst", dst)
+        if src_t.shape != dst_t.shape:
+            raise GraphError(f"src and dst must have equal length, got {src_t.numel()} and "
+                             f"{dst_t.numel()}")
+        if src_t.device != dst_t.device:
+            raise GraphError(f"src is on {src_t.device} but dst is on {dst_t.device}")
+        num_src = _check_count("num_src_nodes", num_src_nodes)
+        num_dst = _check_count("num_dst_nodes", num_dst_nodes)
+        _check_range("src", src_t, num_src, "num_src_nodes")
+        _check_range("dst", dst_t, num_dst, "num_dst_nodes")
+        self._set(src_t, dst_t, num_src, num_dst)
+
+    def _set(self, src: Tensor, dst: Tensor, num_src: int, num_dst: int) -> None:
         self.src, self.dst = src, dst
-        self.num_src_nodes, self.num_dst_nodes = int(num_src_nodes), int(num_dst_nodes)
+        self.num_src_nodes, self.num_dst_nodes = int(num_src), int(num_dst)
         self._cache: dict = {}
+
+    @classmethod
+    def _trusted(cls, src: Tensor, dst: Tensor, num_src_nodes: int,
+                 num_dst_nodes: int) -> BipartiteGraph:
+        """Build without validation; for ids derived from an already valid graph."""
+        graph = cls.__new__(cls)
+        graph._set(src, dst, num_src_nodes, num_dst_nodes)
+        return graph
 
     @property
     def num_edges(self) -> int:

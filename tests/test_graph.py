@@ -80,7 +80,7 @@ def test_immutable():
     (dict(src=[True], dst=[0]), "integer tensor"),
     (dict(src=[[0, 1]], dst=[[1, 0]]), "1-D"),
     (dict(src=[0, 1], dst=[1]), "equal length"),
-    (dict(src=[0], dst=[1], num_nodes=-2), "num_nodes must be >= 0"),
+    (dict(src=[0], dst=[1], num_nodes=-2), r"num_nodes must lie in \[0, 2\*\*63\), got -2"),
     (dict(src=[0], dst=[1], num_nodes=2.5), "num_nodes must be an int"),
     (dict(src=[0], dst=[1], edge_type=[-1]), r"edge_type\[0\] = -1 is negative"),
     (dict(src=[0], dst=[1], edge_type=[0, 1]), "edge_type has 2 entries for 1 edges"),

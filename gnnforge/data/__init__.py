@@ -47,6 +47,7 @@ from gnnforge.data._safe_pickle import UnsafePickleError, safe_load, safe_loads
 from gnnforge.data._sources import DISCOVERY_RULES, DatasetSource, builtin_sources
 from gnnforge.data._stats import collection_stats, graph_stats
 from gnnforge.data._store import (
+    CacheWarning,
     cache_key,
     cached_graphs,
     cached_meta,
@@ -59,6 +60,7 @@ from gnnforge.data._tu import read_tu_zip
 __all__ = [
     "ATOM_FEATURE_DIMS",
     "BOND_FEATURE_DIMS",
+    "CacheWarning",
     "CleanOptions",
     "DISCOVERY_RULES",
     "DataFormatError",

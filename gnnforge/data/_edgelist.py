@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
-from gnnforge.data._errors import DataFormatError
+from gnnforge.data._errors import DataFormatError, names_the_file
 from gnnforge.data._text import line_of_row, parse_table, read_bytes
 from gnnforge.graph import Graph
 
@@ -33,6 +33,7 @@ _DECLARED_NODES = re.compile(rb"(?m)^[ \t]*#.*?\bNodes:\s*(\d+)")
 _NUMBER = re.compile(rb"^[+-]?\d+(\.\d*)?([eE][+-]?\d+)?$")
 
 
+@names_the_file
 def read_edge_list(
     path: str | Path, *, clean: CleanOptions = CleanOptions(), relabel: bool = False
 ) -> tuple[Graph, dict[str, Any]]:
@@ -75,11 +76,20 @@ def read_edge_list(
             raise DataFormatError(
                 path, "node ids must be integers", line_of_row(body, row, first_line)
             )
-        ends = ends.astype(np.int64)
-        if not np.isfinite(table[:, 2]).all():
-            row = int(np.nonzero(~np.isfinite(table[:, 2]))[0][0])
+        if ends.size and np.abs(ends).max() >= 2**53:
+            row = int(np.nonzero((np.abs(ends) >= 2**53).any(1))[0][0])
             raise DataFormatError(
-                path, f"non-finite weight {table[row, 2]}", line_of_row(body, row, first_line)
+                path, f"node id {np.abs(ends[row]).max():.17g} reaches 2**53: a weighted "
+                "list is parsed as floats, which cannot hold such ids exactly",
+                line_of_row(body, row, first_line),
+            )
+        ends = ends.astype(np.int64)
+        weights = table[:, 2].astype(np.float32)
+        if not np.isfinite(weights).all():
+            row = int(np.nonzero(~np.isfinite(weights))[0][0])
+            raise DataFormatError(
+                path, f"non-finite weight {table[row, 2]} (as float32)",
+                line_of_row(body, row, first_line)
             )
     declared = _declared_nodes(data, header, table.shape[0])
     src, dst = np.ascontiguousarray(ends[:, 0]), np.ascontiguousarray(ends[:, 1])
@@ -96,6 +106,11 @@ def read_edge_list(
         num_nodes = int(ids.size)
     else:
         num_nodes = int(max(src.max(), dst.max())) + 1 if src.size else 0
+        if num_nodes > np.iinfo(np.int64).max:  # max id + 1 must still be an int64 count
+            row = int(np.nonzero((src == num_nodes - 1) | (dst == num_nodes - 1))[0][0])
+            raise DataFormatError(
+                path, f"node id {num_nodes - 1} leaves no int64 room for num_nodes = id + 1; "
+                "pass relabel=True to compact ids", line_of_row(body, row, first_line))
         if declared is not None:
             if declared < num_nodes:
                 raise DataFormatError(
@@ -105,7 +120,7 @@ def read_edge_list(
                 )
             num_nodes = declared
     edge_data = (
-        {"weight": torch.from_numpy(table[:, 2].astype(np.float32))} if columns == 3 else None
+        {"weight": torch.from_numpy(weights)} if columns == 3 else None
     )
     # Ids were checked above (integers, >= 0, < num_nodes), so skip Graph's second pass.
     graph = Graph._trusted(

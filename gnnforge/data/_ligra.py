@@ -17,7 +17,7 @@ import torch
 
 from gnnforge.data._arrays import sorted_unique
 from gnnforge.data._clean import CleanOptions, clean_graph
-from gnnforge.data._errors import DataFormatError
+from gnnforge.data._errors import DataFormatError, names_the_file
 from gnnforge.data._text import parse_flat, read_bytes
 from gnnforge.graph import Graph
 
@@ -26,6 +26,7 @@ __all__ = ["LIGRA_WORDS", "read_ligra"]
 LIGRA_WORDS = (b"AdjacencyGraph", b"WeightedAdjacencyGraph")
 
 
+@names_the_file
 def read_ligra(
     path: str | Path, *, clean: CleanOptions = CleanOptions()
 ) -> tuple[Graph, dict[str, Any]]:

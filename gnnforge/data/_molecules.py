@@ -22,6 +22,7 @@ import importlib.util
 import io
 import sys
 import warnings
+import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -195,10 +196,13 @@ def _resolve(source: str | Path) -> Path:
     if isinstance(source, str) and source in _MOSES_SPLITS:
         return _moses_file(_MOSES_SPLITS[source])
     path = Path(source)
+    if not path.exists() and isinstance(source, str):
+        # A shared file's name, as `gnnforge datasets` and `pack --source` spell it.
+        path = molecule_files().get(source, path)
     if not path.exists():
         raise FileNotFoundError(
-            f"molecule source {str(source)!r} is neither 'nci', one of {sorted(_MOSES_SPLITS)} "
-            "nor an existing CSV/SMI file")
+            f"molecule source {str(source)!r} is neither 'nci', one of {sorted(_MOSES_SPLITS)}, "
+            "a shared molecule file name (gnnforge datasets) nor an existing CSV/SMI file")
     return path
 
 
@@ -257,14 +261,22 @@ def read_smiles(source: str | Path, smiles_column: str | None = None,
         ValueError: when the SMILES or a label column is missing or a label is not a number.
     """
     path = _resolve(source)
-    with _open_text(path) as handle:
-        first = handle.readline()
-        handle.seek(0)
-        if "," not in first:
-            return _read_plain(handle)
-        rows = list(csv.reader(handle))
+    try:
+        with _open_text(path) as handle:
+            first = handle.readline()
+            handle.seek(0)
+            if "," not in first:
+                return _read_plain(handle)
+            rows = list(csv.reader(handle))
+    except (OSError, EOFError, zlib.error, csv.Error, UnicodeDecodeError) as error:
+        raise ValueError(f"{path.name}: unreadable SMILES file ({type(error).__name__}: "
+                         f"{error})") from error
     header, body = rows[0], [row for row in rows[1:] if row]
     column = _smiles_column(header, smiles_column, path)
+    short = next((r for r, row in enumerate(body) if len(row) <= column), None)
+    if short is not None:
+        raise ValueError(f"{path.name} row {short + 2}: {len(body[short])} fields, but the "
+                         f"SMILES column is number {column + 1}")
     names = _label_names(header, body, column, label_columns, path)
     positions = [header.index(name) for name in names]
     labels = np.full((len(body), len(names)), np.nan)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
-from gnnforge.data._errors import DataFormatError
+from gnnforge.data._errors import DataFormatError, names_the_file
 from gnnforge.data._text import parse_flat, parse_table, read_bytes
 from gnnforge.graph import Graph
 
@@ -75,6 +75,7 @@ def _header(data: bytes, path: str | Path, layout: str) -> tuple[str, str, int, 
     raise DataFormatError(path, "missing the size line")
 
 
+@names_the_file
 def read_matrix_market(
     path: str | Path, *, clean: CleanOptions = CleanOptions(), weights: bool = False
 ) -> tuple[Graph, dict[str, Any]]:
@@ -102,8 +103,9 @@ def read_matrix_market(
             path, f"the size line declares {nnz} entries but {table.shape[0]} follow"
         )
     index = table[:, :2]
-    if columns == 3 and not np.array_equal(index, np.round(index)):
-        raise DataFormatError(path, "row/column indices must be integers")
+    if columns == 3 and not (np.isfinite(index).all() and np.array_equal(index, np.round(index))
+                             and (np.abs(index) < 2**53).all()):
+        raise DataFormatError(path, "row/column indices must be integers below 2**53")
     index = index.astype(np.int64) - 1
     bad = (index < 0) | (index >= rows)
     if bad.any():

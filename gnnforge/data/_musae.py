@@ -29,7 +29,8 @@ from gnnforge.data._arrays import sorted_unique
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._collection import split_union
 from gnnforge.data._edgelist import read_edge_list
-from gnnforge.data._errors import DataFormatError
+from gnnforge.data._errors import DataFormatError, names_the_file
+from gnnforge.data._limits import check_dense_size
 from gnnforge.data._progress import progress_bar
 from gnnforge.data._text import read_bytes
 from gnnforge.graph import Graph
@@ -47,8 +48,19 @@ def read_target_csv(
     The label column is `column`, else the last one. Integer labels keep their values as
     classes; other labels become indices into their sorted distinct values.
     """
-    text = read_bytes(path).decode("utf-8")
-    reader = csv.reader(io.StringIO(text))
+    try:
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataFormatError(path, f"not UTF-8 text ({error})") from error
+    try:
+        return _read_target_rows(path, csv.reader(io.StringIO(text)), column)
+    except csv.Error as error:
+        raise DataFormatError(path, f"malformed CSV ({error})") from error
+
+
+def _read_target_rows(
+    path: str | Path, reader: Any, column: str | None
+) -> tuple[np.ndarray, np.ndarray, list]:
     header = next(reader, None)
     if not header or "id" not in header:
         raise DataFormatError(path, f"expected a header with an 'id' column, got {header}", 1)
@@ -70,11 +82,13 @@ def read_target_csv(
             raise DataFormatError(
                 path, f"id {row[id_column]!r} is not an integer", number
             ) from None
+        if not 0 <= ids[-1] < 2**63:
+            raise DataFormatError(path, f"id {ids[-1]} outside 0..2**63-1", number)
         raw.append(row[label_column])
     try:
         values = np.asarray([int(v) for v in raw], dtype=np.int64)
         return np.asarray(ids, dtype=np.int64), values, sorted(set(values.tolist()))
-    except ValueError:
+    except (ValueError, OverflowError):  # not all int64 labels: classes by sorted value
         classes, index = np.unique(np.asarray(raw), return_inverse=True)
         return np.asarray(ids, dtype=np.int64), index.astype(np.int64), classes.tolist()
 
@@ -102,9 +116,9 @@ def _read_feature_json(path, num_nodes, features):
     try:
         nodes = np.asarray([int(key) for key in table], dtype=np.int64)
         lists = [np.asarray(value, dtype=np.int64) for value in table.values()]
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise DataFormatError(
-            path, f"node ids and feature ids must be integers ({error})"
+            path, f"node ids and feature ids must be integers within int64 ({error})"
         ) from error
     if nodes.size and (nodes.min() < 0 or nodes.max() >= num_nodes):
         raise DataFormatError(path, f"node id outside 0..{num_nodes - 1}")
@@ -122,6 +136,7 @@ def _read_feature_json(path, num_nodes, features):
     if features == "none":
         return {}, info
     if features == "dense":
+        check_dense_size(path, "features", (num_nodes, width), np.float32)
         x = np.zeros((num_nodes, width), dtype=np.float32)
         x[rows, flat] = 1.0
         return {"x": torch.from_numpy(x)}, info
@@ -132,6 +147,7 @@ def _read_feature_json(path, num_nodes, features):
     return {"feature_ids": torch.from_numpy(padded)}, info
 
 
+@names_the_file
 def read_musae(
     edges: str | Path,
     target: str | Path | None = None,
@@ -173,6 +189,7 @@ def read_musae(
     return graph, meta
 
 
+@names_the_file
 def read_graph_json(
     graphs: str | Path,
     target: str | Path | None = None,

@@ -12,17 +12,18 @@ not stored in these files; none are invented.
 from __future__ import annotations
 
 import io
-import zipfile
+import tokenize
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse
 import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
-from gnnforge.data._errors import DataFormatError
+from gnnforge.data._errors import DataFormatError, names_the_file
+from gnnforge.data._limits import check_dense_size, open_zip, read_zip_member
 from gnnforge.data._safe_pickle import safe_loads
+from gnnforge.data._sparse import checked_compressed, checked_matrix
 from gnnforge.graph import Graph
 
 __all__ = ["npz_kind", "read_graph_npz", "read_npz_members"]
@@ -32,15 +33,13 @@ _FEATURE_CHOICES = ("dense", "none")
 
 def read_npz_members(path: str | Path) -> dict[str, Any]:
     """Every member of an npz file; object arrays are unpickled with the restricted unpickler."""
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise DataFormatError(path, f"not an npz (zip) file ({error})") from error
+    archive = open_zip(path, "an npz (zip) file")
     members = {}
     with archive:
         for name in archive.namelist():
             key = name.removesuffix(".npy")
-            members[key] = _read_member(archive.read(name), f"{path}[{name}]")
+            where = f"{path}[{name}]"
+            members[key] = _read_member(read_zip_member(archive, name, where), where)
     return members
 
 
@@ -52,15 +51,17 @@ def _read_member(raw: bytes, where: str) -> Any:
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
         else:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
-    except ValueError as error:
-        raise DataFormatError(where, f"not an .npy array ({error})") from error
+    except (ValueError, SyntaxError, TypeError, tokenize.TokenError, RecursionError) as error:
+        # numpy parses the header dict with a tokenizer, which raises its own error types
+        raise DataFormatError(where, f"not an .npy array ({type(error).__name__}: {error})") \
+            from error
     if dtype.hasobject:
         value = safe_loads(raw[handle.tell() :], where)
         return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
     handle.seek(0)
     try:
         return np.lib.format.read_array(handle, allow_pickle=False)
-    except ValueError as error:
+    except (ValueError, EOFError) as error:
         raise DataFormatError(where, f"unreadable array ({error})") from error
 
 
@@ -75,23 +76,7 @@ def npz_kind(members: dict[str, Any]) -> str | None:
     return None
 
 
-def _csr(path: str | Path, what: str, value: Any) -> scipy.sparse.csr_matrix:
-    if not isinstance(value, scipy.sparse.csr_matrix):
-        raise DataFormatError(
-            path, f"{what}: expected a scipy csr_matrix, got {type(value).__name__}"
-        )
-    # Rebuild from the three arrays: an unpickled matrix skipped scipy's own checks.
-    matrix = scipy.sparse.csr_matrix(
-        (np.asarray(value.data), np.asarray(value.indices), np.asarray(value.indptr)),
-        shape=value.shape,
-    )
-    try:
-        matrix.check_format(full_check=True)
-    except ValueError as error:
-        raise DataFormatError(path, f"{what}: invalid CSR matrix ({error})") from error
-    return matrix
-
-
+@names_the_file
 def read_graph_npz(
     path: str | Path, *, clean: CleanOptions = CleanOptions(), features: str = "dense"
 ) -> tuple[Graph, dict[str, Any]]:
@@ -138,6 +123,7 @@ def read_graph_npz(
             meta["feature_dim"] = int(attr.shape[1])
             meta["feature_nnz"] = int(attr.nnz)
             if features == "dense":
+                check_dense_size(path, "features", attr.shape, np.float32)
                 node_data["x"] = torch.from_numpy(attr.toarray().astype(np.float32))
         coo = adj.tocoo()
         graph = Graph(
@@ -152,28 +138,17 @@ def read_graph_npz(
 
 def _parts(path, kind, members):
     if kind == "gnn-benchmark":
-        adj = _csr(
-            path,
-            "adjacency",
-            scipy.sparse.csr_matrix(
-                (members["adj_data"], members["adj_indices"], members["adj_indptr"]),
-                shape=tuple(members["adj_shape"]),
-            ),
-        )
+        adj = checked_compressed(path, "adjacency", members["adj_data"], members["adj_indices"],
+                                 members["adj_indptr"], members["adj_shape"])
         attr = None
         if "attr_data" in members:
-            attr = _csr(
-                path,
-                "features",
-                scipy.sparse.csr_matrix(
-                    (members["attr_data"], members["attr_indices"], members["attr_indptr"]),
-                    shape=tuple(members["attr_shape"]),
-                ),
-            )
+            attr = checked_compressed(path, "features", members["attr_data"],
+                                      members["attr_indices"], members["attr_indptr"],
+                                      members.get("attr_shape"))
         return adj, attr, members.get("labels")
-    adj = _csr(path, "adj_matrix", members["adj_matrix"])
+    adj = checked_matrix(path, "adj_matrix", members["adj_matrix"])
     attr = (
-        _csr(path, "node_attr", members["node_attr"])
+        checked_matrix(path, "node_attr", members["node_attr"])
         if members.get("node_attr") is not None
         else None
     )

@@ -15,12 +15,18 @@ def shared_datasets_dir() -> Path | None:
 
     Looked up in order: $GNNFORGE_DATASETS, then `../shared/datasets` beside the checkout
     (where CI places it), then `shared/datasets` inside it.
+
+    Raises:
+        NotADirectoryError: $GNNFORGE_DATASETS is set to something that is not a folder
+            (a typo would otherwise fall back to another folder, or to none, silently).
     """
-    candidates = []
     if os.environ.get("GNNFORGE_DATASETS"):
-        candidates.append(Path(os.environ["GNNFORGE_DATASETS"]))
-    candidates += [_REPO_ROOT.parent / "shared" / "datasets", _REPO_ROOT / "shared" / "datasets"]
-    for path in candidates:
+        path = Path(os.environ["GNNFORGE_DATASETS"])
+        if not path.is_dir():
+            raise NotADirectoryError(f"GNNFORGE_DATASETS={str(path)!r} is not a directory; "
+                                     "point it at the datasets folder or unset it")
+        return path
+    for path in (_REPO_ROOT.parent / "shared" / "datasets", _REPO_ROOT / "shared" / "datasets"):
         if path.is_dir():
             return path
     return None

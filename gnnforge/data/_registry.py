@@ -147,6 +147,7 @@ def find_dataset(name: str, root: str | Path | None = None) -> DatasetSource:
     known = [source.name for source in sources]
     close = difflib.get_close_matches(name.lower(), known, n=3)
     where = root if root is not None else shared_datasets_dir()
+    where = where if where is not None else "no shared datasets folder: set GNNFORGE_DATASETS"
     raise KeyError(
         f"no dataset {name!r} (searched built-ins and {where}); "
         + (f"did you mean {', '.join(close)}? " if close else "")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import io
 import pickle
+import struct
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -98,6 +99,10 @@ def safe_loads(data: bytes, path: str | Path = "<bytes>") -> Any:
         AttributeError,
         IndexError,
         KeyError,
+        OverflowError,
+        RecursionError,
+        struct.error,
+        MemoryError,  # a length field that asks for more than memory (a corrupt file)
     ) as error:
         raise DataFormatError(
             path, f"not a valid pickle ({type(error).__name__}: {error})"

@@ -10,6 +10,7 @@ file and its companion files (`DatasetSource.files`).
 from __future__ import annotations
 
 import gzip
+import re
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -353,6 +354,42 @@ def _graph_json_rule(path: Path) -> DatasetSource | None:
     )
 
 
+_SMILES_LINE = re.compile(rb"^[A-Za-z0-9@+\-\[\]()=#%/\\.*:$]+$")
+_SMILES_COLUMNS = ("smiles", "mol")
+_GENERIC_STEMS = ("test", "valid", "train", "data")
+
+
+def _is_smiles_file(path: Path) -> bool:
+    """A CSV with a SMILES column, or lines of single SMILES tokens (.smi/.txt)."""
+    lines = _head(path, 65536).splitlines()
+    if not lines:
+        return False
+    header = [cell.strip().strip('"').lower() for cell in lines[0].decode("utf-8", "replace")
+              .split(",")]
+    if any(cell in _SMILES_COLUMNS for cell in header):
+        return True
+    rows = [line.strip() for line in lines[:20] if line.strip()]
+    return all(_SMILES_LINE.match(row) and re.search(rb"[A-Za-z]", row) for row in rows)
+
+
+def _molecule_rule(path: Path) -> DatasetSource | None:
+    name = path.name.lower().removesuffix(".gz")
+    if not name.endswith((".csv", ".smi", ".txt")) or not _is_smiles_file(path):
+        return None
+    stem = name.rsplit(".", 1)[0]
+    if stem in _GENERIC_STEMS:
+        stem = f"{path.parent.name.split('_')[0].lower()}-{stem}"
+    return DatasetSource(
+        stem,
+        "SMILES molecules (RDKit, OGB atom/bond features; label columns as targets)",
+        _molecules(str(path)),
+        (path,),
+        {"progress": True},
+        fmt="smiles",
+        collection=True,
+    )
+
+
 #: Tried in order on every file under a root; the first match claims it.
 DISCOVERY_RULES: list[Callable[[Path], DatasetSource | None]] = [
     _planetoid_rule,
@@ -361,5 +398,6 @@ DISCOVERY_RULES: list[Callable[[Path], DatasetSource | None]] = [
     _mat_rule,
     _musae_rule,
     _graph_json_rule,
+    _molecule_rule,
     _mtx_or_ligra_rule,
 ]

@@ -12,27 +12,37 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from gnnforge.data._errors import DataFormatError
+from gnnforge.data._limits import read_capped
 
 __all__ = ["parse_flat", "parse_table", "parse_table_ref", "read_bytes"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (by content, not by name)."""
+def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The file's bytes, gunzipped when it is gzip (by content, not by name).
+
+    Args:
+        max_bytes: most decompressed bytes accepted (default `decompressed_limit()`:
+            $GNNFORGE_MAX_DECOMPRESSED_MIB, else a quarter of memory, at most 4 GiB).
+
+    Raises:
+        DataFormatError: corrupt gzip data, or more than `max_bytes` once decompressed.
+    """
     path = Path(path)
     with open(path, "rb") as handle:
         head = handle.read(2)
     if head == _GZIP_MAGIC:
         try:
             with gzip.open(path, "rb") as handle:
-                return handle.read()
-        except (OSError, EOFError) as error:
+                return read_capped(handle, path, max_bytes)
+        except (OSError, EOFError, zlib.error) as error:
             raise DataFormatError(path, f"corrupt gzip data ({error})") from error
     return path.read_bytes()
 
@@ -100,7 +110,8 @@ def parse_table(
         values = np.fromstring(text, dtype=dtype, sep=" ")
     except ValueError:
         values = None
-    if values is not None and values.size == columns * _count_lines(text):
+    if (values is not None and values.size == columns * _count_lines(text)
+            and _rows_are_even(text, columns) and not _may_have_saturated(values)):
         return values.reshape(-1, columns)
     return parse_table_ref(
         data,
@@ -111,6 +122,37 @@ def parse_table(
         delimiter=delimiter,
         first_line=first_line,
     )
+
+
+def _rows_are_even(text: bytes, columns: int) -> bool:
+    """True when every line of `text` holds exactly `columns` whitespace-separated tokens.
+
+    The token count alone balances over ragged rows ('0 1 / 1 2 3 / 4' is 6 numbers in 3
+    lines), so count the token starts before each newline: vectorised, about as long as
+    the tokenizer itself (benchmarks/hardening_checks.py).
+    """
+    raw = np.frombuffer(text, dtype=np.uint8)
+    token = (raw > 32).view(np.int8)                     # not space, tab, \r, \n, control
+    starts = np.flatnonzero(np.diff(token, prepend=np.int8(0)) > 0)
+    newlines = np.flatnonzero(raw == 10)
+    per_line = np.diff(np.searchsorted(starts, newlines), prepend=0)
+    last_line = starts.size - int(per_line.sum())         # tokens after the last newline
+    return bool((per_line == columns).all() and last_line in (0, columns))
+
+
+def _may_have_saturated(values: np.ndarray) -> bool:
+    """numpy's tokenizer clips integers beyond int64 to its limits without a word."""
+    if values.dtype != np.int64 or values.size == 0:
+        return False
+    limits = np.iinfo(np.int64)
+    return bool(values.max() == limits.max or values.min() == limits.min)
+
+
+def _to_int64(token: bytes) -> int:
+    value = int(token)
+    if not -(2**63) <= value < 2**63:
+        raise OverflowError(value)
+    return value
 
 
 def parse_table_ref(
@@ -124,8 +166,8 @@ def parse_table_ref(
     first_line: int = 1,
 ) -> np.ndarray:
     """Line-by-line reference of `parse_table` (same arguments, same result, slower)."""
-    convert = int if np.issubdtype(dtype, np.integer) else float
-    kind = "integers" if convert is int else "numbers"
+    convert = _to_int64 if np.issubdtype(dtype, np.integer) else float
+    kind = "integers" if convert is _to_int64 else "numbers"
     rows = []
     for number, line in enumerate(data.split(b"\n"), start=first_line):
         stripped = line.strip()
@@ -142,6 +184,10 @@ def parse_table_ref(
             rows.append([convert(part) for part in parts])
         except ValueError:
             raise DataFormatError(path, f"expected {kind}, got {_show(line)}", number) from None
+        except OverflowError as error:
+            raise DataFormatError(
+                path, f"value {error.args[0]} does not fit in int64: {_show(line)}", number
+            ) from None
     return np.array(rows, dtype=dtype).reshape(-1, columns)
 
 
@@ -156,11 +202,14 @@ def parse_flat(
     """
     if not data or data.isspace():
         return np.zeros(0, dtype=dtype)
+    values = None
     try:
-        return np.fromstring(data, dtype=dtype, sep=" ")
+        values = np.fromstring(data, dtype=dtype, sep=" ")
+        if not _may_have_saturated(values):
+            return values
     except ValueError:
         pass
-    convert = int if np.issubdtype(dtype, np.integer) else float
+    convert = _to_int64 if np.issubdtype(dtype, np.integer) else float
     for number, line in enumerate(data.split(b"\n"), start=first_line):
         for token in line.split():
             try:
@@ -169,6 +218,12 @@ def parse_flat(
                 raise DataFormatError(
                     path, f"expected a number, got {_show(token)}", number
                 ) from None
+            except OverflowError:
+                raise DataFormatError(
+                    path, f"value {_show(token)} does not fit in int64", number
+                ) from None
+    if values is not None:  # only exact int64 limits were in the text
+        return values
     raise DataFormatError(path, "could not parse the numbers in this file")  # pragma: no cover
 
 

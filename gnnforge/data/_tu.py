@@ -23,7 +23,8 @@ import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._collection import split_union
-from gnnforge.data._errors import DataFormatError
+from gnnforge.data._errors import DataFormatError, names_the_file
+from gnnforge.data._limits import open_zip, read_zip_member
 from gnnforge.data._progress import progress_bar
 from gnnforge.data._text import line_of_row, parse_table
 from gnnforge.graph import Graph
@@ -36,12 +37,16 @@ _OPTIONAL = ("node_labels", "edge_labels", "node_attributes")
 def tu_name(path: str | Path) -> str | None:
     """The dataset name inside a TU zip (from its `_A.txt` member), or None if not TU."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            for member in archive.namelist():
-                if member.endswith("_A.txt"):
-                    return member.rsplit("/", 1)[-1][: -len("_A.txt")]
-    except (zipfile.BadZipFile, OSError):
+        with open_zip(path) as archive:
+            return _name_in(archive)
+    except DataFormatError:
         return None
+
+
+def _name_in(archive: zipfile.ZipFile) -> str | None:
+    for member in archive.namelist():
+        if member.endswith("_A.txt"):
+            return member.rsplit("/", 1)[-1][: -len("_A.txt")]
     return None
 
 
@@ -49,13 +54,14 @@ def _member_table(archive, members, prefix, part, path, dtype=np.int64):
     name = members.get(part)
     if name is None:
         return None
-    data = archive.read(name)
     where = f"{path}[{name}]"
+    data = read_zip_member(archive, name, where)
     first = data.split(b"\n", 1)[0]
     columns = first.count(b",") + 1 if first.strip() else 1
     return parse_table(data, where, columns, dtype=dtype, comments=b"", delimiter=b","), where, data
 
 
+@names_the_file
 def read_tu_zip(
     path: str | Path, *, clean: CleanOptions = CleanOptions(), progress: bool | None = None
 ) -> tuple[list[Graph], dict[str, Any]]:
@@ -66,12 +72,9 @@ def read_tu_zip(
             range, graph ids are not contiguous, or an edge joins two graphs (naming the
             member and line).
     """
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise DataFormatError(path, f"not a zip file ({error})") from error
+    archive = open_zip(path)
     with archive:
-        name = tu_name(path)
+        name = _name_in(archive)
         if name is None:
             raise DataFormatError(path, "no NAME_A.txt member: not a TU Dortmund dataset zip")
         members = {}

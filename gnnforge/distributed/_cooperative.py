@@ -36,6 +36,8 @@ from gnnforge.sampling._variates import VariateKey
 
 __all__ = ["CooperativeMinibatch", "CooperativeSampler"]
 
+_SAME = object()  # exchange_group's default: the sampling group
+
 
 @dataclass(frozen=True)
 class CooperativeMinibatch:
@@ -83,12 +85,12 @@ class CooperativeSampler:
         group: process group of the sampling all-to-alls (None: the default group). A
             prefetching thread needs a group of its own, so that its collectives never
             interleave with the main thread's.
-        exchange_group: group of the forward/backward exchanges of the minibatch (None:
-            `group`): the same processes, in the same rank order.
+        exchange_group: group of the forward/backward exchanges of the minibatch (default:
+            `group`; None: the default group): the same processes, in the same rank order.
     """
 
     def __init__(self, sampler, owner: Tensor | np.ndarray, group=None,
-                 exchange_group=None) -> None:
+                 exchange_group: Any = _SAME) -> None:
         if not dist.is_initialized():
             raise RuntimeError("CooperativeSampler needs torch.distributed initialised "
                                "(torchrun, or gnnforge.distributed.spawn)")
@@ -102,7 +104,7 @@ class CooperativeSampler:
                              f"[{int(owner_np.min())}, {int(owner_np.max())}]")
         self.sampler = sampler
         self.group = group
-        self.exchange_group = group if exchange_group is None else exchange_group
+        self.exchange_group = group if exchange_group is _SAME else exchange_group
         self._owner_np = owner_np
 
     @property

@@ -4,6 +4,7 @@ from gnnforge.nn._gat_conv import GATConv
 from gnnforge.nn._gatv2_conv import GATv2Conv
 from gnnforge.nn._gated_graph_conv import GatedGraphConv
 from gnnforge.nn._gcn_conv import GCNConv
+from gnnforge.nn._ggnn_conv import GGNNConv
 from gnnforge.nn._gin_conv import GINConv, GINEConv
 from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
 from gnnforge.nn._molecule_gin import FeatureEncoder, MoleculeGIN
@@ -21,6 +22,7 @@ __all__ = [
     "GATv2Conv",
     "GatedGraphConv",
     "GCNConv",
+    "GGNNConv",
     "GINConv",
     "GINEConv",
     "MaskedBatchNorm1d",

@@ -14,11 +14,21 @@ from torch import Tensor
 
 from gnnforge import ops
 
-__all__ = ["check_node_input", "dst_part", "reduce_edges", "reduce_neighbors",
-           "weighted_neighbor_sum"]
+__all__ = ["check_aggr", "check_node_input", "dst_part", "edge_weight_of", "reduce_edges",
+           "reduce_neighbors", "weighted_neighbor_sum"]
+
+EDGE_WEIGHT_KEY = "edge_weight"  # PyG's attribute name; Graph.from_pyg keeps it
 
 _REDUCE = {"sum": ops.copy_u_sum, "add": ops.copy_u_sum, "mean": ops.copy_u_mean,
            "max": ops.copy_u_max}
+
+
+def check_aggr(layer: str, aggr: str, allowed: tuple[str, ...] = ("sum", "mean", "max")) -> str:
+    """`aggr` as given, after checking it is one of `allowed` or 'add' (PyG's name for sum)."""
+    names = allowed + ("add",) if "sum" in allowed else allowed
+    if aggr not in names:
+        raise ValueError(f"{layer}: aggr must be one of {names}, got {aggr!r}")
+    return aggr
 
 
 def check_node_input(layer: str, graph: Any, x: Tensor) -> None:
@@ -32,6 +42,29 @@ def check_node_input(layer: str, graph: Any, x: Tensor) -> None:
     if x.shape[0] != graph.num_src_nodes:
         raise ValueError(f"{layer}: x has {x.shape[0]} rows but the graph has "
                          f"{graph.num_src_nodes} source nodes")
+
+
+def edge_weight_of(layer: str, graph: Any, edge_weight: Tensor | None) -> Tensor | None:
+    """The [E] edge weights a layer uses: `edge_weight` if given, else the graph's
+    `edge_data["edge_weight"]` (what `Graph.from_pyg` makes of PyG's `data.edge_weight`),
+    else None (every edge weighs 1).
+
+    Raises:
+        ValueError: when the weights are not one floating value per edge.
+    """
+    if edge_weight is None:
+        edge_weight = getattr(graph, "edge_data", {}).get(EDGE_WEIGHT_KEY)
+        if edge_weight is None:
+            return None
+    if not isinstance(edge_weight, Tensor) or not edge_weight.is_floating_point():
+        got = edge_weight.dtype if isinstance(edge_weight, Tensor) else type(edge_weight).__name__
+        raise ValueError(f"{layer}: edge_weight must be a floating tensor, got {got}")
+    if edge_weight.dim() == 2 and edge_weight.shape[1] == 1:
+        edge_weight = edge_weight[:, 0]
+    if edge_weight.shape != (graph.num_edges,):
+        raise ValueError(f"{layer}: edge_weight must have shape [num_edges={graph.num_edges}], "
+                         f"got {tuple(edge_weight.shape)}")
+    return edge_weight
 
 
 def dst_part(graph: Any, x: Tensor) -> Tensor:

@@ -1,5 +1,6 @@
 """Graph attention (Veličković et al., "Graph Attention Networks", ICLR 2018),
-numerically equal to `torch_geometric.nn.GATConv` (dropout 0, no edge features)."""
+numerically equal to `torch_geometric.nn.GATConv` with every option (attention dropout,
+edge features, residual)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from gnnforge.nn._planned import (AUTO, check_node_input, evaluate_plan,
-                                   prepared_structure)
+from gnnforge.nn._aggregate import dst_part
+from gnnforge.nn._attention import check_attention_args, edge_features, finish_heads
+from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan, prepared_structure
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gat_expression
 from gnnforge.plan._ir import Node
@@ -18,52 +20,67 @@ from gnnforge.plan._primitives import Composition
 __all__ = ["GATConv"]
 
 
-def finish_heads(out: Tensor, concat: bool, bias: Tensor | None) -> Tensor:
-    """[N, H, D] -> [N, H*D] (concat) or [N, D] (mean over heads), plus the bias."""
-    out = out.reshape(out.shape[0], -1) if concat else out.mean(dim=1)
-    return out if bias is None else out + bias
-
-
 class GATConv(nn.Module):
-    r"""out_v = ||_h sum_{u -> v} alpha_uv,h (W_h x_u) + b,
-    alpha = softmax_v(LeakyReLU(a_src,h . W_h x_u + a_dst,h . W_h x_v)).
+    r"""out_v = ||_h sum_{u -> v} alpha_uv,h (W_h x_u) + W_res x_v + b,
+    alpha = dropout(softmax_v(LeakyReLU(a_src,h . W_h x_u + a_dst,h . W_h x_v
+                                        + a_edge,h . W_edge,h e_uv))).
 
-    Parameters match PyG's (`lin.weight` [H*D, I], `att_src`/`att_dst` [1, H, D],
-    `bias`). On a full Graph self-loops are replaced by one per node (PyG); on a block
-    the destinations are the first num_dst_nodes sources (the sampler convention) and no
-    loops are added. `plan` (None for the DGL/PyG plan that reuses X W for scores and
+    Arguments, defaults and parameters are PyG's (`lin.weight` [H*D, I], `att_src`/
+    `att_dst`/`att_edge` [1, H, D], `lin_edge`, `res`, `bias`), so `load_state_dict` works
+    both ways. On a full Graph self-loops are replaced by one per node (PyG), their edge
+    features given by `fill_value`; on a block the destinations are the first
+    num_dst_nodes sources (the sampler convention) and no loops are added. Edge types are
+    ignored. `plan` (None for the DGL/PyG plan that reuses X W for scores and
     aggregation) may instead score with X (W a) and aggregate the narrower input,
     (alpha X) W; `gnnforge.plan.optimize` sets it.
 
     Args:
         in_channels: I. out_channels: per-head width D. heads: H.
         concat: concatenate heads (else average). negative_slope: LeakyReLU slope.
-        add_self_loops: PyG's self-loop handling on a full Graph. bias: learn a bias.
+        dropout: dropout probability of the attention coefficients (in training mode).
+        add_self_loops: PyG's self-loop handling on a full Graph.
+        edge_dim: width of edge features entering the attention logits (None: none).
+        fill_value: edge features of the added loops: a number, a tensor, or 'mean'
+            (PyG's default), 'add', 'min', 'max', 'mul' of the node's in-edge features.
+        bias: learn a bias. residual: add a linear projection of the destination's input.
 
     Shapes:
-        x: [num_src_nodes, I] float. returns: [num_dst_nodes, H*D] (concat) or [.., D].
+        x: [num_src_nodes, I] float; edge_attr: [E, edge_dim] (default: the graph's
+        edge_data["edge_attr"] when edge_dim is set). returns: [num_dst_nodes, H*D]
+        (concat) or [num_dst_nodes, D].
     """
 
     def __init__(self, in_channels: int, out_channels: int, heads: int = 1,
-                 concat: bool = True, negative_slope: float = 0.2,
-                 add_self_loops: bool = True, bias: bool = True) -> None:
+                 concat: bool = True, negative_slope: float = 0.2, dropout: float = 0.0,
+                 add_self_loops: bool = True, edge_dim: int | None = None,
+                 fill_value: float | Tensor | str = "mean", bias: bool = True,
+                 residual: bool = False) -> None:
         super().__init__()
-        if heads < 1:
-            raise ValueError(f"GATConv: heads must be >= 1, got {heads}")
+        check_attention_args("GATConv", heads, dropout, edge_dim)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.concat, self.negative_slope = concat, float(negative_slope)
-        self.add_self_loops = add_self_loops
+        self.dropout, self.add_self_loops = float(dropout), add_self_loops
+        self.edge_dim, self.fill_value, self.residual = edge_dim, fill_value, residual
         self.lin = nn.Linear(in_channels, heads * out_channels, bias=False)
         self.att_src = nn.Parameter(torch.empty(1, heads, out_channels))
         self.att_dst = nn.Parameter(torch.empty(1, heads, out_channels))
+        if edge_dim is not None:
+            self.lin_edge = nn.Linear(edge_dim, heads * out_channels, bias=False)
+            self.att_edge = nn.Parameter(torch.empty(1, heads, out_channels))
+        else:
+            self.lin_edge, self.att_edge = None, None
         width = heads * out_channels if concat else out_channels
+        self.res = nn.Linear(in_channels, width, bias=False) if residual else None
         self.bias = nn.Parameter(torch.zeros(width)) if bias else None
         self.plan: Composition | str | None = AUTO
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for tensor in (self.lin.weight, self.att_src, self.att_dst):
-            nn.init.xavier_uniform_(tensor)
+        for tensor in (self.lin.weight, self.att_src, self.att_dst, self.att_edge,
+                       None if self.lin_edge is None else self.lin_edge.weight,
+                       None if self.res is None else self.res.weight):
+            if tensor is not None:
+                nn.init.xavier_uniform_(tensor)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
@@ -74,7 +91,7 @@ class GATConv(nn.Module):
         return {"I": self.in_channels, "O": self.heads * self.out_channels, "H": self.heads,
                 "D": self.out_channels}
 
-    def forward(self, graph: Any, x: Tensor) -> Tensor:
+    def forward(self, graph: Any, x: Tensor, edge_attr: Tensor | None = None) -> Tensor:
         check_node_input("GATConv", graph, x, self.in_channels)
         structure = prepared_structure(self, graph, self.add_self_loops, Structure,
                                        key="plain")
@@ -85,8 +102,15 @@ class GATConv(nn.Module):
             "a_src": self.att_src[0].unsqueeze(-1),                            # [H, D, 1]
             "a_dst": self.att_dst[0].unsqueeze(-1),
         }
-        out = evaluate_plan(self, self.plan_expression(), structure, leaves)
-        return finish_heads(out, self.concat, self.bias)
+        edges = edge_features("GATConv", graph, edge_attr, self.lin_edge,
+                              self.add_self_loops, self.fill_value)               # [E', H*D]
+        if edges is not None:
+            edges = edges.reshape(-1, heads, width)
+            leaves["edge_logits"] = (edges * self.att_edge).sum(-1, keepdim=True)  # [E', H, 1]
+        dropout = self.dropout if self.training else 0.0
+        out = evaluate_plan(self, self.plan_expression(), structure, leaves, dropout)
+        residual = None if self.res is None else self.res(dst_part(graph, x))
+        return finish_heads(out, self.concat, self.bias, residual)
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, heads={self.heads}"

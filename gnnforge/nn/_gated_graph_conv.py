@@ -1,112 +1,94 @@
-"""Gated graph neural network layer (Li et al., ICLR 2016), sparse or banded.
-
-Each of T steps sends, along every edge u -> v of type p, the message ``W_p h_u + b_p``,
-sums the messages arriving at v and updates ``h_v = GRU(m_v, h_v)``. The weights are
-shared across steps (as in Li et al. and Allamanis et al.). The same parameters run on
-either backend: a `Graph` (sparse, all edges) or `BandedBlocks` (three batched matmuls per
-step; see `gnnforge.banded.propagate`), so a model trained banded can be evaluated on all
-edges, as "Fast Training of Sparse Graph Neural Networks on Dense Hardware" does.
-
-Message biases sum to ``in_degree_p(v) * b_p``, so both backends compute them as
-``[N, P] @ [P, H]`` from per-type in-degrees, which keeps the propagation itself a pure
-aggregate-then-transform product.
-"""
+"""PyG's gated graph convolution (Li et al., "Gated Graph Sequence Neural Networks",
+ICLR 2016, as `torch_geometric.nn.GatedGraphConv` implements it): one weight per step,
+untyped edges, optional edge weights. The typed, banded GGNN of Allamanis et al. (one
+weight per edge type, shared by every step) is `GGNNConv`."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from gnnforge.banded import BandedBlocks, propagate, sparse_propagate, typed_in_degree
-from gnnforge.graph import Graph
+from gnnforge import ops
+from gnnforge.nn._aggregate import (check_aggr, check_node_input, edge_weight_of,
+                                    reduce_neighbors)
 
 __all__ = ["GatedGraphConv"]
 
+_WEIGHTED = {"sum": ops.u_mul_e_sum, "add": ops.u_mul_e_sum, "mean": ops.u_mul_e_mean,
+             "max": ops.u_mul_e_max}
+
 
 class GatedGraphConv(nn.Module):
-    """T steps of typed message passing with a GRU update.
+    r"""h^0 = x zero-padded to `out_channels`; for t < T:
+    m^t_v = aggr_{u -> v} w_uv · (h^t_u W_t), h^{t+1} = GRU(m^t, h^t).
+
+    Parameters and argument order are PyG's (`weight` [T, O, O], `rnn` a GRUCell), so
+    `load_state_dict` works both ways. Edge types are ignored; for typed edges use
+    `GGNNConv`.
 
     Args:
-        hidden_channels: H, the state width. Inputs narrower than H are zero-padded.
-        num_steps: T propagation steps (0 returns the padded input).
-        num_edge_types: P relations, each with its own message weight and bias.
-        bias: learn per-type message biases b_p.
+        out_channels: O, the state width; inputs narrower than O are zero-padded.
+        num_layers: T propagation steps, each with its own weight.
+        aggr: 'add' (PyG's default, also 'sum'), 'mean' or 'max'.
+        bias: the GRU's biases.
 
     Shapes:
-        input ``x``: [N, F] with F <= H (N = graph.num_nodes, or K*S slots when banded).
-        output: [N, H].
+        x: [N, F] with F <= O on a square graph; edge_weight: [E] (default: the graph's
+        edge_data["edge_weight"], else 1). returns: [N, O].
     """
 
-    def __init__(self, hidden_channels: int, num_steps: int, num_edge_types: int = 1,
-                 bias: bool = True) -> None:
+    def __init__(self, out_channels: int, num_layers: int, aggr: str = "add",
+                 bias: bool = True, *, num_edge_types: int | None = None) -> None:
         super().__init__()
-        checks = (("hidden_channels", hidden_channels, 1), ("num_steps", num_steps, 0),
-                  ("num_edge_types", num_edge_types, 1))
-        for name, value, least in checks:
+        if num_edge_types is not None or not isinstance(aggr, str):
+            raise TypeError(
+                "GatedGraphConv now follows PyG: GatedGraphConv(out_channels, num_layers, "
+                "aggr='add', bias=True), one weight per step, no edge types. The GGNN layer "
+                "with one weight per edge type (the old GatedGraphConv(hidden, num_steps, "
+                "num_edge_types), called as layer(x, graph)) is gnnforge.nn.GGNNConv")
+        for name, value, least in (("out_channels", out_channels, 1),
+                                   ("num_layers", num_layers, 0)):
             if not isinstance(value, int) or value < least:
-                raise ValueError(f"GatedGraphConv: {name} must be an int >= {least}, got {value!r}")
-        self.hidden_channels = hidden_channels
-        self.num_steps = num_steps
-        self.num_edge_types = num_edge_types
-        self.weight = nn.Parameter(torch.empty(num_edge_types, hidden_channels, hidden_channels))
-        self.bias = nn.Parameter(torch.empty(num_edge_types, hidden_channels)) if bias else None
-        self.gru = nn.GRUCell(hidden_channels, hidden_channels)
+                raise ValueError(f"GatedGraphConv: {name} must be an int >= {least}, "
+                                 f"got {value!r}")
+        self.out_channels, self.num_layers = out_channels, num_layers
+        self.aggr = check_aggr("GatedGraphConv", aggr)
+        self.weight = nn.Parameter(torch.empty(num_layers, out_channels, out_channels))
+        self.rnn = nn.GRUCell(out_channels, out_channels, bias=bias)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_channels)
+        bound = 1.0 / math.sqrt(self.out_channels)   # PyG's uniform(out_channels, weight)
         nn.init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
-        self.gru.reset_parameters()
+        self.rnn.reset_parameters()
 
-    def stacked_weight(self) -> Tensor:
-        """[P*H, H]: the per-type weights stacked by type, as `propagate` takes them."""
-        return self.weight.reshape(self.num_edge_types * self.hidden_channels, self.hidden_channels)
-
-    def forward(self, x: Tensor, structure: Graph | BandedBlocks) -> Tensor:
-        """Run T steps over `structure`: a Graph (sparse) or BandedBlocks (banded)."""
-        h = self._pad_input(x, structure)
-        if self.num_steps == 0:
-            return h
-        weight = self.stacked_weight()
-        degree = self._in_degree(structure, h.dtype)
-        bias = None if self.bias is None else degree @ self.bias  # [N, H], same every step
-        for _ in range(self.num_steps):
-            if isinstance(structure, BandedBlocks):
-                message = propagate(structure, h, weight)
+    def forward(self, graph: Any, x: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        if isinstance(graph, Tensor):
+            raise TypeError("GatedGraphConv takes the graph first, layer(graph, x); the GGNN "
+                            "layer called as layer(x, graph) or layer(x, blocks) is "
+                            "gnnforge.nn.GGNNConv")
+        check_node_input("GatedGraphConv", graph, x)
+        if graph.num_src_nodes != graph.num_dst_nodes:
+            raise ValueError("GatedGraphConv runs several steps on one node set, so it needs a "
+                             f"square graph; got {graph.num_src_nodes} sources and "
+                             f"{graph.num_dst_nodes} destinations")
+        if x.shape[1] > self.out_channels:
+            raise ValueError(f"GatedGraphConv: x has {x.shape[1]} columns, more than "
+                             f"out_channels={self.out_channels}")
+        weight = edge_weight_of("GatedGraphConv", graph, edge_weight)
+        if x.shape[1] < self.out_channels:
+            x = torch.cat([x, x.new_zeros(x.shape[0], self.out_channels - x.shape[1])], dim=1)
+        for step in range(self.num_layers):
+            message = x @ self.weight[step]                                   # [N, O]
+            if weight is None:
+                message = reduce_neighbors(graph, message, self.aggr)
             else:
-                message = sparse_propagate(structure, h, weight, self.num_edge_types)
-            if bias is not None:
-                message = message + bias
-            h = self.gru(message, h)
-        return h
-
-    def _pad_input(self, x: Tensor, structure: Graph | BandedBlocks) -> Tensor:
-        if isinstance(structure, BandedBlocks):
-            nodes, types = structure.num_slots, structure.num_edge_types
-        elif isinstance(structure, Graph):
-            nodes, types = structure.num_nodes, self.num_edge_types
-        else:
-            raise TypeError("GatedGraphConv: structure must be a gnnforge.Graph or "
-                            f"gnnforge.banded.BandedBlocks, got {type(structure).__name__}")
-        if types != self.num_edge_types:
-            raise ValueError(f"GatedGraphConv: blocks have {types} edge types, "
-                             f"the layer {self.num_edge_types}")
-        if x.dim() != 2 or x.shape[0] != nodes or x.shape[1] > self.hidden_channels:
-            raise ValueError(f"GatedGraphConv: x must be [{nodes}, F<={self.hidden_channels}], "
-                             f"got shape {tuple(x.shape)}")
-        if x.shape[1] < self.hidden_channels:
-            x = torch.cat([x, x.new_zeros(nodes, self.hidden_channels - x.shape[1])], dim=1)
+                message = _WEIGHTED[self.aggr](graph, message, weight.to(x.dtype)[:, None])
+            x = self.rnn(message, x)
         return x
 
-    def _in_degree(self, structure: Graph | BandedBlocks, dtype: torch.dtype) -> Tensor:
-        if isinstance(structure, BandedBlocks):
-            return structure.in_degree.to(dtype)
-        return typed_in_degree(structure, self.num_edge_types, dtype)
-
     def extra_repr(self) -> str:
-        return (f"{self.hidden_channels}, num_steps={self.num_steps}, "
-                f"num_edge_types={self.num_edge_types}, bias={self.bias is not None}")
+        return f"{self.out_channels}, num_layers={self.num_layers}, aggr={self.aggr!r}"

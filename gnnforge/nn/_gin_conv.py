@@ -10,8 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_edges, reduce_neighbors
+from gnnforge.nn._aggregate import (check_aggr, check_node_input, dst_part, reduce_edges,
+                                    reduce_neighbors)
 from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
+from gnnforge.nn._planned import AUTO, evaluate_plan, prepared_structure
+from gnnforge.plan._execute import Structure
+from gnnforge.plan._expressions import gin_expression
+from gnnforge.plan._ir import Node
+from gnnforge.plan._primitives import Composition
 
 __all__ = ["GINConv", "GINEConv"]
 
@@ -42,22 +48,62 @@ class _GINBase(nn.Module):
 class GINConv(_GINBase):
     r"""out_v = nn((1 + eps) · x_v + sum_{u -> v} x_u).
 
+    When `nn` starts with a linear layer (`nn.Linear`, or a Sequential whose first module
+    is one), that projection distributes over the sum: `plan` ("auto", the default,
+    plans per graph and width; "default" or None is PyG's aggregate-then-project) may
+    project first, (A (X W) + (1 + eps) X W), and aggregate the projected width.
+
     Args:
         nn: the update network applied to each node, e.g. an MLP F_in -> F_out.
         eps: initial epsilon.
         train_eps: learn epsilon (else a buffer).
+        aggr: the neighbour reduction, 'add' (PyG's default, also 'sum'), 'mean' or 'max'.
 
     Shapes:
         x: [num_src_nodes, F_in]; returns [num_dst_nodes, F_out]. graph: Graph, GraphBatch
         (padding edges are loops on padding nodes, so real rows are unaffected) or a block.
     """
 
-    def __init__(self, nn: nn.Module, eps: float = 0.0, train_eps: bool = False) -> None:
+    def __init__(self, nn: nn.Module, eps: float = 0.0, train_eps: bool = False,
+                 aggr: str = "add") -> None:
         super().__init__(nn, eps, train_eps)
+        self.aggr = check_aggr("GINConv", aggr)
+        self.plan: Composition | str | None = AUTO
+
+    def _split(self) -> tuple[torch.nn.Linear, torch.nn.Module] | None:
+        """(the first linear layer, the rest of nn), or None when nn starts otherwise."""
+        if isinstance(self.nn, torch.nn.Linear):
+            return self.nn, torch.nn.Identity()
+        if (isinstance(self.nn, torch.nn.Sequential) and len(self.nn)
+                and isinstance(self.nn[0], torch.nn.Linear)):
+            return self.nn[0], self.nn[1:]
+        return None
+
+    def plan_expression(self) -> Node | None:
+        """The expression up to nn's first linear layer (None: nothing to plan)."""
+        split = self._split()
+        if split is None or self.aggr not in ("add", "sum"):
+            return None  # mean/max do not distribute over the projection the same way
+        return gin_expression(split[0].bias is not None)
+
+    def plan_symbols(self) -> dict[str, int]:
+        linear = self._split()[0]
+        return {"I": linear.in_features, "O": linear.out_features, "H": 1,
+                "D": linear.out_features}
 
     def forward(self, graph: Any, x: Tensor) -> Tensor:
         check_node_input("GINConv", graph, x)
-        return self._combine(graph, x, reduce_neighbors(graph, x, "sum"))
+        split = self._split()
+        if self.plan_expression() is None or x.dim() != 2:
+            return self._combine(graph, x, reduce_neighbors(graph, x, self.aggr))
+        linear, rest = split
+        structure = prepared_structure(self, graph, False, Structure, key="plain")
+        leaves = {"X": x, "W": linear.weight.t().unsqueeze(0),
+                  "s": (1 + self.eps).reshape(1, 1, 1).to(x.dtype)}
+        if linear.bias is not None:
+            leaves["b"] = linear.bias.reshape(1, 1, -1)
+        out = evaluate_plan(self, self.plan_expression(), structure, leaves)    # [Nd, 1, O]
+        return rest(out.reshape(graph.num_dst_nodes, linear.out_features))
 
 
 class GINEConv(_GINBase):

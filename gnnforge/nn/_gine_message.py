@@ -21,6 +21,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from gnnforge.ops._dispatch import choose
+from gnnforge.ops._edge_softmax import native_variant
+from gnnforge.ops._generic import index_dtype
+from gnnforge.ops._native_gine import gine_backward_native, gine_forward_native
+
 __all__ = ["fused_gine_available", "gine_message_sum"]
 
 _JIT = dict(nogil=True, cache=True, boundscheck=False)
@@ -84,6 +89,7 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
     if table.shape[-1] != x.shape[-1]:
         raise ValueError(f"gine_message_sum: table width {table.shape[-1]} != x width "
                          f"{x.shape[-1]}")
+    identity = code is None
     if code is None:
         if table.shape[0] != graph.num_edges:
             raise ValueError(f"gine_message_sum: table has {table.shape[0]} rows for "
@@ -92,9 +98,6 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
     elif code.shape != (graph.num_edges,):
         raise ValueError(f"gine_message_sum: code must be [{graph.num_edges}], got "
                          f"{tuple(code.shape)}")
-    elif code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
-        raise ValueError(f"gine_message_sum: code values must lie in [0, {table.shape[0]}), "
-                         f"got [{int(code.min())}, {int(code.max())}]")
     rowptr, col, eids = graph.csr()
     if self_weight is None:
         self_weight = x.new_zeros(1)
@@ -102,35 +105,136 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
         raise ValueError(f"gine_message_sum: self_weight must have one element and x one row "
                          f"per destination, got {tuple(self_weight.shape)} and {x.shape[0]} rows "
                          f"for {graph.num_dst_nodes} destinations")
-    return _GineMessageSum.apply(x, table, self_weight, code.to(torch.int64), rowptr, col,
-                                 eids)
+    code = code.to(torch.int64)
+    variant = native_variant(choose("gspmm", x.device).backend)
+    if variant is not None and _eager(x, table, self_weight):
+        if code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
+            raise ValueError(f"gine_message_sum: code values must lie in [0, "
+                             f"{table.shape[0]}), got [{int(code.min())}, {int(code.max())}]")
+        forced = choose("gspmm", x.device).index_dtype
+        return _NativeGineMessageSum.apply(x, table, self_weight,
+                                           None if identity else code.contiguous(), graph,
+                                           index_dtype(graph, forced), variant or None)
+    if _eager(x, table, self_weight):
+        return _GineMessageSum.apply(x, table, self_weight, code, rowptr, col, eids)
+    return gine_op(x, table, self_weight, code, rowptr, col, eids)
+
+
+def _eager(*tensors: Tensor) -> bool:
+    """Plain tensors outside torch.compile: the autograd.Function (less per-call overhead);
+    traced or fake tensors take the custom op, which torch.compile sees through."""
+    return not torch.compiler.is_compiling() and all(type(t) in _PLAIN for t in tensors)
+
+
+_PLAIN = (Tensor, torch.nn.Parameter)
+
+
+def _run_forward(x, table, self_weight, code, rowptr, col, eids) -> Tensor:
+    # Checked here, inside the op, so traced calls are checked too (the kernel does not
+    # bounds-check, and under torch.compile a data-dependent test outside an op would break
+    # the graph).
+    if code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
+        raise ValueError(f"gine_message_sum: code values must lie in [0, {table.shape[0]}), "
+                         f"got [{int(code.min())}, {int(code.max())}]")
+    x, table = x.contiguous(), table.contiguous()
+    out = x.new_zeros(rowptr.numel() - 1, x.shape[1])
+    _forward(*_numpy(rowptr, col, eids, code, x, table), float(self_weight), out.numpy())
+    return out
+
+
+def _run_backward(grad, x, table, self_weight, code, rowptr, col, eids):
+    x, table, grad = x.contiguous(), table.contiguous(), grad.contiguous()
+    grad_x, grad_table = torch.zeros_like(x), torch.zeros_like(table)
+    _backward(*_numpy(rowptr, col, eids, code, x, table), float(self_weight), grad.numpy(),
+              grad_x.numpy(), grad_table.numpy())
+    return grad_x, grad_table
+
+
+def _weight_grad(grad: Tensor, x: Tensor, self_weight: Tensor) -> Tensor:
+    """d/dw sum_v <grad_v, w x_v> over the destination rows."""
+    rows = grad.shape[0]
+    return torch.vdot(grad.reshape(-1), x[:rows].reshape(-1)).reshape(
+        self_weight.shape).to(self_weight.dtype)
 
 
 class _GineMessageSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, table, self_weight, code, rowptr, col, eids):
-        x, table = x.contiguous(), table.contiguous()
-        scale = float(self_weight)
-        out = x.new_zeros(rowptr.numel() - 1, x.shape[1])
-        _forward(*_numpy(rowptr, col, eids, code, x, table), scale, out.numpy())
         ctx.save_for_backward(x, table, self_weight, code, rowptr, col, eids)
-        ctx.scale = scale
-        return out
+        return _run_forward(x, table, self_weight, code, rowptr, col, eids)
 
     @staticmethod
     def backward(ctx, grad):
         x, table, self_weight, code, rowptr, col, eids = ctx.saved_tensors
-        grad = grad.contiguous()
-        grad_x, grad_table = torch.zeros_like(x), torch.zeros_like(table)
-        _backward(*_numpy(rowptr, col, eids, code, x, table), ctx.scale, grad.numpy(),
-                  grad_x.numpy(), grad_table.numpy())
-        grad_weight = None
-        if ctx.needs_input_grad[2]:     # d/dw sum_v <grad_v, w x_v> over destination rows
-            rows = grad.shape[0]
-            grad_weight = torch.vdot(grad.reshape(-1), x[:rows].reshape(-1)).reshape(
-                self_weight.shape).to(self_weight.dtype)
+        grad_x, grad_table = _run_backward(grad, x, table, self_weight, code, rowptr, col, eids)
+        grad_weight = _weight_grad(grad, x, self_weight) if ctx.needs_input_grad[2] else None
         return grad_x, grad_table, grad_weight, None, None, None, None
+
+
+# ----------------------------------------------------------------------------- custom ops
+
+
+@torch.library.custom_op("gnnforge::gine_message_sum", mutates_args=())
+def gine_op(x: Tensor, table: Tensor, self_weight: Tensor, code: Tensor, rowptr: Tensor,
+            col: Tensor, eids: Tensor) -> Tensor:
+    """[num_dst, F] the fused GINE message sum (see `gine_message_sum`)."""
+    return _run_forward(x, table, self_weight, code, rowptr, col, eids)
+
+
+@gine_op.register_fake
+def _(x, table, self_weight, code, rowptr, col, eids):
+    return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
+
+
+@torch.library.custom_op("gnnforge::gine_message_sum_backward", mutates_args=())
+def gine_backward_op(grad: Tensor, x: Tensor, table: Tensor, self_weight: Tensor,
+                     code: Tensor, rowptr: Tensor, col: Tensor,
+                     eids: Tensor) -> tuple[Tensor, Tensor]:
+    """(grad_x [N, F], grad_table [K, F]) of the fused GINE message sum."""
+    return _run_backward(grad, x, table, self_weight, code, rowptr, col, eids)
+
+
+@gine_backward_op.register_fake
+def _(grad, x, table, self_weight, code, rowptr, col, eids):
+    return torch.empty_like(x), torch.empty_like(table)
+
+
+def _setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _op_backward(ctx, grad):
+    x, table, self_weight, code, rowptr, col, eids = ctx.saved_tensors
+    grad_x, grad_table = gine_backward_op(grad, x, table, self_weight, code, rowptr, col, eids)
+    grad_weight = _weight_grad(grad, x, self_weight) if ctx.needs_input_grad[2] else None
+    return grad_x, grad_table, grad_weight, None, None, None, None
+
+
+gine_op.register_autograd(_op_backward, setup_context=_setup)
 
 
 def _numpy(*tensors: Tensor) -> list[np.ndarray]:
     return [t.detach().numpy() for t in tensors]
+
+
+class _NativeGineMessageSum(torch.autograd.Function):
+    """The native library's kernels (`gnnforge.ops._native_gine`): parallel pulls both ways."""
+
+    @staticmethod
+    def forward(ctx, x, table, self_weight, code, graph, index_dtype, variant):
+        x, table = x.contiguous(), table.contiguous()
+        scale = float(self_weight)
+        out = gine_forward_native(*graph.csr(index_dtype), code, x, table, scale, variant)
+        ctx.save_for_backward(x, table, self_weight, code)
+        ctx.graph, ctx.index_dtype, ctx.scale, ctx.variant = graph, index_dtype, scale, variant
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, table, self_weight, code = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_x, grad_table = gine_backward_native(
+            ctx.graph.csr(ctx.index_dtype), ctx.graph.csc(ctx.index_dtype), code, x, table,
+            ctx.scale, grad, ctx.variant)
+        grad_weight = _weight_grad(grad, x, self_weight) if ctx.needs_input_grad[2] else None
+        return grad_x, grad_table, grad_weight, None, None, None, None

@@ -31,7 +31,9 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         if mask is None or not (self.training or not self.track_running_stats):
             return super().forward(x)
-        real = _prefix_length(mask)
+        # Traced (torch.compile): the general masked path; finding the prefix reads the
+        # mask on the host and slices to a data-dependent size.
+        real = None if torch.compiler.is_compiling() else _prefix_length(mask)
         if real is not None and real >= 2:
             return self._prefix_forward(x, real)
         weight = mask.to(x.dtype)                                      # [N]

@@ -15,10 +15,12 @@ from gnnforge.graph import GraphBatch
 from gnnforge.nn._gin_conv import GINEConv
 from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
 from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d, _prefix_length
+from gnnforge.packing import StaticBatch
 
 __all__ = ["FeatureEncoder", "MoleculeGIN"]
 
 _POOLS = ("sum", "mean")
+_BATCHES = (GraphBatch, StaticBatch)
 
 
 # Up to this many value combinations, a FeatureEncoder embeds every combination once per
@@ -83,11 +85,13 @@ class FeatureEncoder(nn.Module):
         Raises:
             ValueError: when a feature value is outside its column's vocabulary.
         """
-        self._check_range(features)
+        if not torch.compiler.is_compiling():  # traced: the caller checks (`check_inputs`)
+            self._check_range(features)
         if self.combinations is not None:
             every = F.embedding_bag(self.combinations, table, mode="sum")       # [K, W]
             return every.index_select(0, features @ self.strides)
-        if self.strides is not None and features.shape[0] > 0:
+        if (self.strides is not None and features.shape[0] > 0
+                and not torch.compiler.is_compiling()):  # unique's size depends on the data
             # Molecules repeat few distinct atom rows: embed each distinct row once, then
             # gather; backward sums N gradient rows into U, and the bag backward sees U * C.
             distinct, inverse = torch.unique(features @ self.strides, return_inverse=True)
@@ -157,12 +161,15 @@ class MoleculeGIN(nn.Module):
         self.norms = nn.ModuleList(MaskedBatchNorm1d(hidden) for _ in range(num_layers))
         self.head = nn.Linear(hidden, num_tasks)
 
-    def forward(self, batch: GraphBatch) -> Tensor:
-        mask = batch.node_mask if isinstance(batch, GraphBatch) else None
+    def forward(self, batch: GraphBatch | StaticBatch) -> Tensor:
+        mask = batch.node_mask if isinstance(batch, _BATCHES) else None
         x, edge_attr = batch.node_data["x"], batch.edge_data["edge_attr"]
         tables = self._bond_tables(edge_attr)
         graph = batch
-        real = None if tables is None or mask is None else _real_prefix(batch, mask)
+        # Traced (torch.compile): every layer runs masked over the whole padded pack, so
+        # the step has the pack's fixed shapes and no data-dependent slicing.
+        real = (None if tables is None or mask is None or torch.compiler.is_compiling()
+                else _real_prefix(batch, mask))
         if real is not None:
             # Packed batches put padding nodes last and padding edges only between them:
             # run every layer on the real rows (plain batch norm, no padding work).
@@ -193,7 +200,8 @@ class MoleculeGIN(nn.Module):
         every = F.embedding_bag(first.combinations, table, mode="sum")         # [K, L*D]
         if not fused_gine_available(every, every):
             return None
-        first._check_range(edge_attr)
+        if not torch.compiler.is_compiling():  # traced: the caller checks (`check_inputs`)
+            first._check_range(edge_attr)
         return every.split(every.shape[1] // len(self.bond_encoders), dim=1), \
             edge_attr @ first.strides
 
@@ -211,14 +219,27 @@ class MoleculeGIN(nn.Module):
             return joined.split(table.shape[1] // len(self.bond_encoders), dim=1)
         return tuple(bond(edge_attr) for bond in self.bond_encoders)  # raises the message
 
-    def _readout(self, batch: GraphBatch, h: Tensor) -> Tensor:
-        num_graphs = batch.num_graphs if isinstance(batch, GraphBatch) else 1
-        index = (batch.node_graph[:h.shape[0]] if isinstance(batch, GraphBatch)
+    def check_inputs(self, batch: GraphBatch | StaticBatch) -> None:
+        """Raise ValueError naming the first atom or bond feature outside its vocabulary.
+
+        forward checks this itself, except under torch.compile, where a data-dependent
+        error would break the graph: there the caller checks once (`gnnforge train
+        --compile` checks the whole dataset before the first step).
+        """
+        self.atom_encoder._check_range(batch.node_data["x"])
+        edge_attr = batch.edge_data["edge_attr"]
+        if self.bond_encoders[0].accepts(edge_attr):
+            self.bond_encoders[0]._check_range(edge_attr)
+
+    def _readout(self, batch: GraphBatch | StaticBatch, h: Tensor) -> Tensor:
+        packed = isinstance(batch, _BATCHES)
+        num_graphs = batch.num_graphs if packed else 1
+        index = (batch.node_graph[:h.shape[0]] if packed
                  else torch.zeros(h.shape[0], dtype=torch.int64, device=h.device))
         pooled = h.new_zeros(num_graphs, h.shape[1]).index_add_(0, index, h)   # [B, D]
-        if self.pool == "mean":
-            counts = torch.bincount(index, minlength=num_graphs).clamp(min=1)
-            pooled = pooled / counts.to(h.dtype).unsqueeze(1)
+        if self.pool == "mean":  # node counts by index_add: bincount's size is data-dependent
+            counts = h.new_zeros(num_graphs).index_add_(0, index, h.new_ones(h.shape[0]))
+            pooled = pooled / counts.clamp(min=1).unsqueeze(1)
         return pooled
 
 

@@ -9,13 +9,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_neighbors
+from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._aggregate import weighted_neighbor_sum
 from gnnforge.graph import BipartiteGraph
 
 __all__ = ["RGCNConv"]
-
-_AGGREGATORS = ("mean", "sum", "max")
 
 
 class RGCNConv(nn.Module):
@@ -33,7 +31,7 @@ class RGCNConv(nn.Module):
         in_channels, out_channels: F_in, F_out.
         num_relations: R; edge types must lie in [0, R).
         num_bases: B for the basis decomposition, or None for a full W_r per relation.
-        aggr: 'mean' (PyG's default), 'sum' or 'max' within each relation.
+        aggr: 'mean' (PyG's default), 'sum' (or 'add') or 'max' within each relation.
         root_weight: add W_root · x_v.
         bias: add a learnable bias.
 
@@ -46,8 +44,7 @@ class RGCNConv(nn.Module):
                  num_bases: int | None = None, aggr: str = "mean", root_weight: bool = True,
                  bias: bool = True) -> None:
         super().__init__()
-        if aggr not in _AGGREGATORS:
-            raise ValueError(f"RGCNConv: aggr must be one of {_AGGREGATORS}, got {aggr!r}")
+        check_aggr("RGCNConv", aggr)
         if num_relations < 1:
             raise ValueError(f"RGCNConv: num_relations must be >= 1, got {num_relations}")
         if num_bases is not None and num_bases < 1:
@@ -121,14 +118,17 @@ class RGCNConv(nn.Module):
         edge_type = edge_type.to(torch.int64)
         slot = edge_type * num_dst + dst                               # (relation, dst) id
         if by_dst:
-            view = BipartiteGraph(src, slot, num_src, relations * num_dst)
+            view = BipartiteGraph._trusted(src, slot, num_src, relations * num_dst)
             weight = torch.ones(0)
         else:
-            view = BipartiteGraph(edge_type * num_src + src, dst, relations * num_src, num_dst)
-            weight = torch.ones(src.numel(), device=src.device)
+            view = BipartiteGraph._trusted(edge_type * num_src + src, dst, relations * num_src,
+                                           num_dst)
+            weight = torch.ones(src.numel(), dtype=torch.float64, device=src.device)
             if self.aggr == "mean":
+                # float64 so that the cast to x's dtype is exact in float64 and rounded once
+                # in float32 (a float32 reciprocal made float64 results float32-accurate).
                 counts = torch.bincount(slot, minlength=relations * num_dst)
-                weight = 1.0 / counts[slot].to(torch.float32)
+                weight = 1.0 / counts[slot].to(torch.float64)
         self._views = (graph, edge_type, by_dst, view, weight)
         return view, weight
 

@@ -8,12 +8,15 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge.nn._aggregate import check_node_input, dst_part, reduce_neighbors
+from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
+from gnnforge.nn._planned import AUTO, evaluate_plan, prepared_structure
 from gnnforge.nn._sparse_features import SparseFeatures
+from gnnforge.plan._execute import Structure
+from gnnforge.plan._expressions import sage_expression
+from gnnforge.plan._ir import Node
+from gnnforge.plan._primitives import Composition
 
 __all__ = ["SAGEConv"]
-
-_AGGREGATORS = ("mean", "sum", "max")
 
 
 class SAGEConv(nn.Module):
@@ -22,10 +25,11 @@ class SAGEConv(nn.Module):
     Parameters match PyG's: `lin_l` (with bias) acts on the aggregated neighbours, `lin_r`
     (no bias) on the node itself, so `load_state_dict` works in both directions.
 
-    For the linear aggregators (mean, sum) the projection commutes with the aggregation,
-    so when `out_channels < in_channels` the layer projects first and aggregates the
-    narrower features (the bias is added afterwards, so nodes without in-edges still get
-    exactly PyG's value).
+    For the linear aggregators (mean, sum) the projection commutes with the aggregation:
+    `plan` (a `gnnforge.plan` composition; "auto", the default, plans per graph and
+    width; "default" or None is PyG's aggregate-then-project) may project first and
+    aggregate the projected features instead (the bias is added afterwards, so nodes
+    without in-edges still get exactly PyG's value). 'max' has one order only.
 
     x may be `SparseFeatures` for the mean and sum aggregators: both projections then run
     over the non-zeros (`SparseFeatures.matmul`), and the aggregation on the [N, F_out]
@@ -34,7 +38,8 @@ class SAGEConv(nn.Module):
     Args:
         in_channels: input width F_in.
         out_channels: output width F_out.
-        aggr: 'mean', 'sum' or 'max' over in-neighbours (0 for a node with none).
+        aggr: 'mean', 'sum' (or PyG's 'add') or 'max' over in-neighbours (0 for a node
+            with none).
         normalize: L2-normalise each output row.
         root_weight: add W_r · x_v.
         bias: learn the additive bias of `lin_l`.
@@ -47,33 +52,51 @@ class SAGEConv(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, aggr: str = "mean",
                  normalize: bool = False, root_weight: bool = True, bias: bool = True) -> None:
         super().__init__()
-        if aggr not in _AGGREGATORS:
-            raise ValueError(f"SAGEConv: aggr must be one of {_AGGREGATORS}, got {aggr!r}")
+        check_aggr("SAGEConv", aggr)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.aggr, self.normalize, self.root_weight = aggr, normalize, root_weight
         self.lin_l = nn.Linear(in_channels, out_channels, bias=bias)
         self.lin_r = nn.Linear(in_channels, out_channels, bias=False) if root_weight else None
+        self.plan: Composition | str | None = AUTO
 
     def reset_parameters(self) -> None:
         self.lin_l.reset_parameters()
         if self.lin_r is not None:
             self.lin_r.reset_parameters()
 
+    def plan_expression(self) -> Node | None:
+        """The layer's expression for the planner (None for 'max': nothing to plan)."""
+        if self.aggr == "max":
+            return None
+        aggr = "sum" if self.aggr == "add" else self.aggr
+        return sage_expression(aggr, self.lin_r is not None, self.lin_l.bias is not None)
+
+    def plan_symbols(self) -> dict[str, int]:
+        return {"I": self.in_channels, "O": self.out_channels, "H": 1, "D": self.out_channels}
+
     def forward(self, graph: Any, x: Tensor | SparseFeatures) -> Tensor:
         if isinstance(x, SparseFeatures):
             return self._sparse_forward(graph, x)
         check_node_input("SAGEConv", graph, x)
-        if self.aggr != "max" and self.out_channels < self.in_channels:
-            out = reduce_neighbors(graph, F.linear(x, self.lin_l.weight), self.aggr)
-            if self.lin_l.bias is not None:
-                out = out + self.lin_l.bias
-        else:
+        if self.aggr == "max":
             out = self.lin_l(reduce_neighbors(graph, x, self.aggr))
-        if self.lin_r is not None:
-            out = out + self.lin_r(dst_part(graph, x))
+            if self.lin_r is not None:
+                out = out + self.lin_r(dst_part(graph, x))
+        else:
+            out = self._planned_forward(graph, x)
         if self.normalize:
             out = F.normalize(out, p=2.0, dim=-1)
         return out
+
+    def _planned_forward(self, graph: Any, x: Tensor) -> Tensor:
+        structure = prepared_structure(self, graph, False, Structure, key="plain")
+        leaves = {"X": x, "Wl": self.lin_l.weight.t().unsqueeze(0)}
+        if self.lin_l.bias is not None:
+            leaves["bl"] = self.lin_l.bias.reshape(1, 1, -1)
+        if self.lin_r is not None:
+            leaves["Wr"] = self.lin_r.weight.t().unsqueeze(0)
+        out = evaluate_plan(self, self.plan_expression(), structure, leaves)     # [Nd, 1, O]
+        return out.reshape(graph.num_dst_nodes, self.out_channels)
 
     def _sparse_forward(self, graph: Any, x: SparseFeatures) -> Tensor:
         if self.aggr == "max":

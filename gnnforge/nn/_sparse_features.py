@@ -54,7 +54,7 @@ class SparseFeatures:
             raise TypeError(f"SparseFeatures.from_dense: x must be a 2-D floating tensor, "
                             f"got {got}")
         rows, cols = torch.nonzero(x, as_tuple=True)  # row-major: edges sorted by destination
-        structure = BipartiteGraph(cols, rows, x.shape[1], x.shape[0])
+        structure = BipartiteGraph._trusted(cols, rows, x.shape[1], x.shape[0])
         return cls(structure, x[rows, cols], (int(x.shape[0]), int(x.shape[1])))
 
     @property
@@ -95,7 +95,8 @@ class SparseFeatures:
         first = torch.cumsum(counts, 0) - counts                                    # [n]
         positions = edge_ids[starts[new_rows] + torch.arange(new_rows.numel()) - first[new_rows]]
         src, _ = self.structure.coo()
-        structure = BipartiteGraph(src[positions], new_rows, self.shape[1], index.numel())
+        structure = BipartiteGraph._trusted(src[positions], new_rows, self.shape[1],
+                                              index.numel())
         return SparseFeatures(structure, self.values[positions],
                               (int(index.numel()), self.shape[1]))
 

@@ -8,9 +8,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from gnnforge.nn._planned import (AUTO, check_node_input, evaluate_plan, prepared_structure,
-                                  require_square)
-from gnnforge.plan._execute import gcn_structure
+from gnnforge.nn._aggregate import edge_weight_of
+from gnnforge.nn._gcn_norm import gcn_norm_structure
+from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan, require_square
 from gnnforge.plan._expressions import tag_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -19,26 +19,30 @@ __all__ = ["TAGConv"]
 
 
 class TAGConv(nn.Module):
-    r"""out = sum_{k=0..K} (Â^k X) W_k + b, Â = D^-1/2 A D^-1/2 without added self-loops.
+    r"""out = sum_{k=0..K} (Â^k X) W_k + b, Â = D^-1/2 A_w D^-1/2 without added self-loops
+    (A_w itself when not `normalize`).
 
-    Parameters match PyG's (`lins.k.weight`, `bias`). Needs a square graph. `plan`
+    Arguments, defaults and parameters are PyG's (`lins.k.weight`, `bias`). Needs a square
+    graph; edge types are ignored; edge weights as in `GCNConv`. `plan`
     (None for PyG's propagate-the-input order) can instead run Horner's
     X W_0 + Â (X W_1 + Â (...)), aggregating the output width; set by
     `gnnforge.plan.optimize`.
 
     Args:
         in_channels: I. out_channels: O. K: number of hops. bias: learn an additive bias.
+        normalize: apply D^-1/2 . D^-1/2 (PyG's default True).
 
     Shapes:
-        x: [num_nodes, I] float. returns: [num_nodes, O].
+        x: [num_nodes, I] float; edge_weight: [E]. returns: [num_nodes, O].
     """
 
     def __init__(self, in_channels: int, out_channels: int, K: int = 3,  # noqa: N803 (PyG's name)
-                 bias: bool = True) -> None:
+                 bias: bool = True, normalize: bool = True) -> None:
         super().__init__()
         if K < 0:
             raise ValueError(f"TAGConv: K must be >= 0, got {K}")
         self.in_channels, self.out_channels, self.K = in_channels, out_channels, K
+        self.normalize = normalize
         self.lins = nn.ModuleList(nn.Linear(in_channels, out_channels, bias=False)
                                   for _ in range(K + 1))
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
@@ -56,12 +60,12 @@ class TAGConv(nn.Module):
     def plan_symbols(self) -> dict[str, int]:
         return {"I": self.in_channels, "O": self.out_channels, "H": 1, "D": self.out_channels}
 
-    def forward(self, graph: Any, x: Tensor) -> Tensor:
+    def forward(self, graph: Any, x: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         check_node_input("TAGConv", graph, x, self.in_channels)
         require_square("TAGConv", graph)
-        structure = prepared_structure(self, graph, False,
-                                       lambda g: gcn_structure(g, x.dtype, symmetric=True),
-                                       key=("gcn", x.dtype, True))
+        structure = gcn_norm_structure(self, graph, edge_weight_of("TAGConv", graph, edge_weight),
+                                       x, self_loops=False, normalize=self.normalize,
+                                       square=True)
         expression = tag_expression(self.K)
         leaves = {"X": x, **{f"W{k}": lin.weight.t().unsqueeze(0)
                              for k, lin in enumerate(self.lins)}}

@@ -10,12 +10,20 @@ size class. A buffer is reused only after every tensor viewing it has been freed
 tensor is a `torch.from_numpy` view of the pooled array, and a weak reference on that
 view returns the buffer to the pool when the last tensor sharing its storage dies.
 
+Returns are safe from any context. The last view often dies inside the cyclic garbage
+collector, which CPython runs on whatever allocation crosses its threshold, including one
+made while this thread holds the pool's (non-reentrant) lock; a return that took the lock
+there would wait for itself forever. So the weakref callback takes no lock: it moves the
+buffer to a queue (deque appends are atomic), and the next call that holds the lock
+drains the queue into the free list.
+
 Free buffers held by the pool are capped (`GNNFORGE_BUFFER_POOL_MIB`, default 1/8 of
 physical memory, at most 2 GiB; 0 disables the pool); `empty_cache()` drops them all.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import threading
@@ -68,6 +76,8 @@ class BufferPool:
         self._free: list[tuple[np.ndarray, int, int]] = []   # least recently freed first
         self._free_bytes = 0
         self._lent: dict[int, tuple[weakref.ref, tuple[np.ndarray, int, int]]] = {}
+        # Buffers whose last view died, not yet in _free (see the module docstring).
+        self._returns: collections.deque[tuple[np.ndarray, int, int]] = collections.deque()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
@@ -92,14 +102,24 @@ class BufferPool:
             self._advise(out.data_ptr(), nbytes)
         return out
 
+    def statistics(self) -> dict[str, int]:
+        """Hits, misses, free and lent buffers, bytes held free, and the cap."""
+        with self._lock:
+            self._drain_returns()
+            return {"hits": self.hits, "misses": self.misses, "free_bytes": self._free_bytes,
+                    "free_buffers": len(self._free), "lent_buffers": len(self._lent),
+                    "cap_bytes": self.cap_bytes}
+
     def clear(self) -> None:
         """Drop every free buffer (lent ones return to the pool when freed)."""
         with self._lock:
+            self._drain_returns()
             self._free, self._free_bytes = [], 0
 
     def _take(self, nbytes: int) -> tuple[np.ndarray, int, int] | None:
         # The smallest free buffer that holds nbytes without wasting more than half of it.
         with self._lock:
+            self._drain_returns()
             best = None
             for index, (_, _, capacity) in enumerate(self._free):
                 if nbytes <= capacity <= 2 * nbytes + _ROUND and (
@@ -124,14 +144,25 @@ class BufferPool:
         return array, offset, capacity - offset
 
     def _returned(self, reference: weakref.ref) -> None:
-        with self._lock:
-            _, buffer = self._lent.pop(id(reference))
+        # May run inside the GC while this very thread holds self._lock: no lock here.
+        # dict.pop and deque.append are atomic, so a concurrent drain sees all or nothing.
+        entry = self._lent.pop(id(reference), None)
+        if entry is not None:
+            self._returns.append(entry[1])
+
+    def _drain_returns(self) -> None:
+        """Move queued returns to the free list, oldest first; the caller holds the lock."""
+        while True:
+            try:
+                buffer = self._returns.popleft()
+            except IndexError:
+                break
             if buffer[2] > self.cap_bytes:
-                return
+                continue
             self._free.append(buffer)
             self._free_bytes += buffer[2]
-            while self._free_bytes > self.cap_bytes:
-                self._free_bytes -= self._free.pop(0)[2]
+        while self._free_bytes > self.cap_bytes:
+            self._free_bytes -= self._free.pop(0)[2]
 
 
 _POOL: BufferPool | None = None
@@ -170,8 +201,4 @@ def empty_cache() -> None:
 
 def buffer_pool_statistics() -> dict[str, int]:
     """Hits, misses and bytes of the free buffers the kernel-output pool holds."""
-    pool = _pool()
-    with pool._lock:
-        return {"hits": pool.hits, "misses": pool.misses, "free_bytes": pool._free_bytes,
-                "free_buffers": len(pool._free), "lent_buffers": len(pool._lent),
-                "cap_bytes": pool.cap_bytes}
+    return _pool().statistics()

@@ -31,9 +31,8 @@ from typing import NamedTuple
 
 import torch
 
-from gnnforge.ops._candidates import is_cpu_backend, spmm_kernel
+from gnnforge.ops._candidates import is_cpu_backend, sddmm_kernel, spmm_kernel
 from gnnforge.ops._native import available as native_available
-from gnnforge.ops._native import gsddmm_native
 from gnnforge.ops._native_build import available_variants, unavailable_reason
 from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
 from gnnforge.ops._triton import available as triton_available
@@ -79,7 +78,7 @@ _FORCED: contextvars.ContextVar[Choice | None] = contextvars.ContextVar(
 def kernel(family: str, backend: str) -> Callable:
     """The kernel of `family` ('gspmm' or 'gsddmm') for backend `backend`."""
     if is_cpu_backend(backend):
-        return spmm_kernel(backend) if family == "gspmm" else gsddmm_native
+        return spmm_kernel(backend) if family == "gspmm" else sddmm_kernel(backend)
     return KERNELS[(family, backend)]
 
 
@@ -127,11 +126,21 @@ def use_backend(name: str, index_dtype: torch.dtype | None = None) -> Iterator[N
     if index_dtype not in (None, torch.int32, torch.int64):
         raise ValueError(f"use_backend: index_dtype must be torch.int32, torch.int64 or None, "
                          f"got {index_dtype}")
+    global _GENERATION
     token = _FORCED.set(Choice(name, index_dtype))
+    _GENERATION += 1
     try:
         yield
     finally:
         _FORCED.reset(token)
+        _GENERATION += 1
+
+
+# Bumped whenever a `use_backend` block opens or closes. torch.compile cannot read a
+# ContextVar (nor trace the native library's loader), so traced code takes the choice as a
+# constant (`_traced_choice`) and reads this global, on which dynamo guards: a function
+# compiled under one backend recompiles when called under another.
+_GENERATION = 0
 
 
 @functools.lru_cache(maxsize=4)
@@ -156,6 +165,17 @@ def choose(family: str, device: torch.device) -> Choice:
     Raises:
         ValueError: when the forced backend cannot run on `device`.
     """
+    if torch.compiler.is_compiling():
+        return Choice(*_traced_choice(family, device.type, _GENERATION))
+    return _choose(family, device)
+
+
+@torch.compiler.assume_constant_result
+def _traced_choice(family: str, device_type: str, generation: int) -> tuple:
+    return tuple(_choose(family, torch.device(device_type)))
+
+
+def _choose(family: str, device: torch.device) -> Choice:
     choice = forced()
     if choice is None:
         backend = DEFAULTS.get((family, device.type), "reference")

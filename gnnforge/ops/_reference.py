@@ -42,9 +42,27 @@ def gspmm_ref(graph, op: str, reduce: str, lhs: Tensor | None, rhs: Tensor | Non
             degree = torch.bincount(dst, minlength=graph.num_dst_nodes).clamp(min=1)
             out = out / degree.to(out.dtype).reshape(-1, *[1] * (out.dim() - 1))
         return out
+    return _extreme_ref(dst, message, shape, "amax" if reduce == "max" else "amin")
+
+
+def _extreme_ref(dst: Tensor, message: Tensor, shape: tuple[int, ...], reduce: str) -> Tensor:
+    """scatter_reduce max/min, 0 where a row has no edge, gradient split evenly over ties.
+
+    PyTorch's scatter_reduce backward counts the initial value among the ties even with
+    include_self=False, so on a zero-initialised output a tie at exactly 0 lost a share
+    (two tied edges got 1/3 each). The initial value here is made to differ from each
+    row's result (1 where the result is 0, else 0), so only the edges share the gradient;
+    rows without edges keep 0.
+    """
     index = dst.reshape(-1, *[1] * (message.dim() - 1)).expand_as(message)
-    return message.new_zeros(shape).scatter_reduce(
-        0, index, message, reduce="amax" if reduce == "max" else "amin", include_self=False)
+    with torch.no_grad():
+        result = message.new_zeros(shape).scatter_reduce(0, index, message, reduce=reduce,
+                                                         include_self=False)
+        has_edge = torch.zeros(shape[0], dtype=torch.bool, device=dst.device)
+        has_edge[dst] = True
+        initial = ((result == 0) & has_edge.reshape(-1, *[1] * (result.dim() - 1)))
+    return initial.to(message.dtype).scatter_reduce(0, index, message, reduce=reduce,
+                                                    include_self=False)
 
 
 def _pick(graph, data: Tensor, target: str) -> Tensor:

@@ -12,6 +12,9 @@ from gnnforge.packing._histogram import size_histogram
 from gnnforge.packing._loader import PackedLoader
 from gnnforge.packing._pack import METHODS, pack
 from gnnforge.packing._plan import PackingPlan, lower_bound
+from gnnforge.packing._sampler import PackSampler
+from gnnforge.packing._search import default_limits
+from gnnforge.packing._static_batch import StaticBatch
 
 __all__ = [
     "HEURISTICS",
@@ -19,9 +22,12 @@ __all__ = [
     "LPBound",
     "PackAssigner",
     "PackCollator",
+    "PackSampler",
     "PackedLoader",
     "PackingPlan",
+    "StaticBatch",
     "check_monotone",
+    "default_limits",
     "lower_bound",
     "pack",
     "size_histogram",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
+
+from gnnforge._cli_errors import CommandError
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -14,8 +16,10 @@ DESCRIPTION = "tuple packing of small graphs: plan, limit search (--search) or r
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default="nci",
-                        help="size source: nci, moses, a shared molecule file name (e.g. "
-                             "tox21), python_stdlib_programs, or a CSV/SMI path (default nci)")
+                        help="size source: a graph collection named as `gnnforge datasets` "
+                             "prints it (e.g. nci-molecules, tox21, mutag, reddit10k, "
+                             "python-programs), the packing report's names (nci, moses, "
+                             "python_stdlib_programs) or a CSV/SMI path (default nci)")
     parser.add_argument("--limits", type=int, nargs=2, metavar=("NODES", "EDGES"),
                         help="pack limits (default: the dataset maximum)")
     parser.add_argument("--max-graphs", type=int, default=256,
@@ -60,7 +64,14 @@ def _load_sizes(source: str) -> np.ndarray:
         from gnnforge.data import molecule_sizes
 
         return molecule_sizes(source)[0]
-    raise SystemExit(f"gnnforge pack: unknown source {source!r}; known: {sorted(sources)}")
+    from gnnforge.data import find_dataset, load_dataset
+
+    try:
+        found = find_dataset(source)
+    except KeyError as error:
+        raise CommandError(f"--source: {error.args[0]}; or one of {sorted(sources)}") from None
+    graphs = load_dataset(found.name).graphs
+    return np.array([(g.num_nodes, g.num_edges) for g in graphs], dtype=np.int64).reshape(-1, 2)
 
 
 def _run_search(args: argparse.Namespace, sizes: np.ndarray, cap: int | None) -> int:

@@ -8,10 +8,10 @@ import numpy as np
 
 from gnnforge.packing._heuristics import HEURISTICS, resolve_heuristic
 from gnnforge.packing._histogram import histogram_arrays
-from gnnforge.packing._improve import improve_packing
+from gnnforge.packing._improve import default_budget, improve_packing
 from gnnforge.packing._plan import PackingPlan, make_plan
 from gnnforge.packing._refine import refine_packing
-from gnnforge.packing._tuple_pack import histogram_pack
+from gnnforge.packing._tuple_pack import PackWork, histogram_pack
 
 __all__ = ["METHODS", "pack"]
 
@@ -54,7 +54,7 @@ def _split_oversized(bins: np.ndarray, counts: np.ndarray, limits: np.ndarray, o
 def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
          heuristic: str | Callable[[np.ndarray], np.ndarray] = "product", method: str = "lpfhp",
          max_graphs_per_pack: int | None = None, *, oversized: str = "error",
-         improve: bool = True, refine: float = 0.0) -> PackingPlan:
+         improve: bool | float = True, refine: float = 0.0) -> PackingPlan:
     """Pack a size histogram into packs that respect every limit.
 
     Args:
@@ -69,9 +69,12 @@ def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
         max_graphs_per_pack: cap on graphs per pack (graph slots), or None.
         oversized: 'error' (default) raises on a size above a limit; 'drop' leaves such
             graphs out and counts them in plan.dropped.
-        improve: run the improvement step after lpfhp/spfhp (repack the emptiest packs
-            with a pre-opened number of packs); plan.improved_from keeps the pack count
-            before it (and before `refine`).
+        improve: run the improvement step after lpfhp/spfhp (re-pack into a pre-opened
+            number of packs); plan.improved_from keeps the pack count before it (and
+            before `refine`). True: under the default budget, as much work again as the
+            plain run (counted, not timed, so plans are reproducible; see
+            `gnnforge.packing._improve`); a number: that budget in `PackWork` units
+            (float('inf'): every attempt); False or 0: skip it.
         refine: seconds for LP refinement after lpfhp/spfhp (0, the default, skips it):
             column generation on the pattern LP gives a provable bound (plan.lp,
             plan.proven_bound) and LP rounding / a restricted MILP a plan that is kept
@@ -90,6 +93,10 @@ def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
                                             or max_graphs_per_pack < 1):
         raise ValueError(f"max_graphs_per_pack: expected a positive int or None, got "
                          f"{max_graphs_per_pack!r}")
+    if not isinstance(improve, bool) and (not isinstance(improve, (int, float))
+                                          or not improve >= 0):
+        raise ValueError(f"improve: expected True, False or a work budget >= 0, got "
+                         f"{improve!r}")
     if not isinstance(refine, (int, float)) or not refine >= 0:
         raise ValueError(f"refine: expected a number of seconds >= 0, got {refine!r}")
     bins, counts = histogram_arrays(histogram)
@@ -116,13 +123,15 @@ def pack(histogram: Mapping[tuple[int, ...], int], limits: Sequence[int] | int,
         columns = [component]
         function, name = (lambda x: x[:, 0]), ["nodes", "edges"][component]
     work, work_limits = bins[:, columns], limits_array[columns]
-    shapes = histogram_pack(work, counts, work_limits, function, best_fit, cap)
+    plain = PackWork()
+    shapes = histogram_pack(work, counts, work_limits, function, best_fit, cap, work=plain)
     improved_from, lp = None, None
     alternatives = _alternatives(function, work_limits, work.shape[0])
     if (improve or refine) and component is None:
         improved_from = sum(c for _, c in shapes)
     if improve and component is None:
-        shapes = improve_packing(shapes, work, counts, work_limits, alternatives, cap)
+        budget = default_budget(plain.units) if improve is True else float(improve)
+        shapes = improve_packing(shapes, work, counts, work_limits, alternatives, cap, budget)
     if refine and component is None:
         shapes, lp = refine_packing(shapes, work, counts, work_limits, alternatives, cap,
                                     float(refine))

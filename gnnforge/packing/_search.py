@@ -15,9 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnforge.packing._histogram import size_histogram
 from gnnforge.packing._pack import pack
 
-__all__ = ["LimitSearch", "search_limits"]
+__all__ = ["DEFAULT_GRAPHS_PER_PACK", "LimitSearch", "default_limits", "search_limits"]
+
+DEFAULT_GRAPHS_PER_PACK = 32  # a common minibatch size, when the caller names none
+# Limits tried around graphs_per_pack x the mean size: below it packs fill on size before
+# the graph cap, above it the cap stops them first; the search keeps the most efficient.
+_DEFAULT_FACTORS = (0.8, 0.9, 1.0, 1.1, 1.25)
 
 
 @dataclass(frozen=True)
@@ -124,3 +130,37 @@ def search_limits(histogram: Mapping[tuple[int, ...], int], node_limits: Sequenc
                    if (min(p[2], p[3]) if per_component else p[4]) >= target]
         best = min(reached, key=lambda p: (p[0] * p[1], p[0])) if reached else None
     return LimitSearch(nodes, edges, efficiency, harmonic, num_packs, _pareto(points), best)
+
+
+def default_limits(sizes: np.ndarray, graphs_per_pack: int, *,
+                   heuristic: str | Callable[[np.ndarray], np.ndarray] = "product",
+                   method: str = "lpfhp") -> np.ndarray:
+    """(nodes, edges) limits for packs of about `graphs_per_pack` graphs, from the data.
+
+    Limits at the largest graph make packs of one or two graphs when most graphs are
+    small (150 MUTAG graphs made 114 packs with a cap of 32). Instead: search the grid
+    `factor x graphs_per_pack x mean size` (factors 0.8 ... 1.25 in each component, never
+    below the largest graph) with the cap `graphs_per_pack`, and keep the limits with the
+    best harmonic-mean efficiency (ties: the smaller pack).
+
+    Args:
+        sizes: [n, 2] int (nodes, edges) per graph, n >= 1.
+        graphs_per_pack: the intended number of graphs per pack (>= 1).
+
+    Raises:
+        ValueError: on empty sizes or graphs_per_pack < 1.
+    """
+    if sizes.shape[0] == 0:
+        raise ValueError("default_limits: no graphs")
+    if graphs_per_pack < 1:
+        raise ValueError(f"default_limits: graphs_per_pack must be >= 1, got {graphs_per_pack}")
+    largest = sizes.max(axis=0)
+    target = graphs_per_pack * sizes.mean(axis=0)
+    grids = [np.maximum(largest[k], np.ceil(target[k] * np.array(_DEFAULT_FACTORS)))
+             .astype(np.int64) for k in range(2)]
+    search = search_limits(size_histogram(sizes), grids[0], grids[1], heuristic=heuristic,
+                           method=method, max_graphs_per_pack=graphs_per_pack)
+    points = [(round(float(search.harmonic[i, j]), 6), -int(n) * int(e), int(n), int(e))
+              for i, n in enumerate(search.node_limits) for j, e in enumerate(search.edge_limits)]
+    _, _, nodes, edges = max(points)
+    return np.array([nodes, edges], dtype=np.int64)

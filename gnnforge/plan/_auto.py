@@ -36,8 +36,8 @@ from gnnforge.plan._primitives import Composition
 from gnnforge.plan._race import Race
 from gnnforge.plan._trial import timed_call
 
-__all__ = ["AUTO", "DEFAULT", "AutoPlan", "AutoSettings", "PlanPrinter", "auto_plans",
-           "auto_report", "configure_auto", "plan_key", "run_plan"]
+__all__ = ["AUTO", "DEFAULT", "AutoPlan", "AutoSettings", "auto_plans", "auto_report",
+           "configure_auto", "plan_key", "run_plan"]
 
 AUTO, DEFAULT = "auto", "default"
 _MEASURE_MODES = ("doubt", "always", "never")
@@ -118,6 +118,8 @@ class AutoPlan:
         if self.plan is not None:
             return self.plan, False
         plan, timed = self.race.next_call()
+        if self.race.done:  # a call over budget may end the race without a timing
+            self.plan = self.race.winner
         return plan, timed
 
     def record(self, plan: Composition, seconds: float) -> None:
@@ -196,8 +198,9 @@ def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
     elapsed = time.perf_counter() - start
     if len(racers) < 2:
         return AutoPlan(key, decision, "", elapsed, None, decision.chosen)
-    race = Race([plans[j] for j in racers[:_MAX_RACERS]], _SETTINGS.samples,
-                _SETTINGS.budget, _SETTINGS.horizon)
+    racers = racers[:_MAX_RACERS]
+    race = Race([plans[j] for j in racers], _SETTINGS.samples, _SETTINGS.budget,
+                _SETTINGS.horizon, [costs[j] for j in racers])
     return AutoPlan(key, decision, reason, elapsed, race)
 
 
@@ -276,20 +279,3 @@ def auto_report(model: nn.Module) -> str:
                      "per process)")
     return "\n".join(lines)
 
-
-class PlanPrinter:
-    """Prints a model's auto decisions for a training loop: the first time there are any
-    (some may still be measuring), then whenever they change once none is measuring
-    (the measured choices locked in, a new key such as another graph size)."""
-
-    def __init__(self) -> None:
-        self._last = ""
-
-    def __call__(self, model: nn.Module, printer: Any = print) -> None:
-        entries = [e for m in model.modules() for e in m.__dict__.get("_auto_plans", {}).values()]
-        if not entries or (self._last and any(e.plan is None for e in entries)):
-            return
-        text = auto_report(model)
-        if text != self._last:
-            self._last = text
-            printer("planned layers:\n  " + text.replace("\n", "\n  "))

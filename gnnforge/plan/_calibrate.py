@@ -96,9 +96,9 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
 
 
 def _layers(widths: tuple[int, int]) -> list[nn.Module]:
-    from gnnforge.nn import GATConv, GCNConv  # nn imports the planner: import on use
+    from gnnforge.nn import GATConv, GCNConv, SAGEConv  # nn imports the planner: on use
 
-    return [GCNConv(*widths), GATConv(*widths, heads=1)]
+    return [GCNConv(*widths), GATConv(*widths, heads=1), SAGEConv(*widths)]
 
 
 def layer_overheads(samples: int = 21) -> dict[str, dict[str, float]]:
@@ -112,12 +112,13 @@ def layer_overheads(samples: int = 21) -> dict[str, dict[str, float]]:
     of an iteration (what the decision margin is compared with).
     """
     from gnnforge.graph import Graph
-    from gnnforge.nn import GATConv, GATv2Conv, GCNConv, SGConv, TAGConv
+    from gnnforge.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv, SGConv, TAGConv
 
     graph = Graph(torch.tensor([0, 1]), torch.tensor([1, 0]), 2)
     out: dict[str, dict[str, float]] = {}
     for make in (lambda: GCNConv(1, 1), lambda: GATConv(1, 1), lambda: GATv2Conv(1, 1),
-                 lambda: SGConv(1, 1, K=2), lambda: TAGConv(1, 1, K=3)):
+                 lambda: SGConv(1, 1, K=2), lambda: TAGConv(1, 1, K=3),
+                 lambda: SAGEConv(1, 1), lambda: GINConv(nn.Linear(1, 1))):
         layer = make()
         layer.plan = "default"  # the fixed cost of a call, not of planning one
         modes = {}
@@ -138,7 +139,7 @@ def decision_errors(cost_model: Any, graphs: Iterable[tuple[str, Any]],
                     min_seconds: float = 0.5) -> list[dict]:
     """Predicted vs measured gain of every non-default candidate over the default.
 
-    For each graph x width pair x {inference, training} x {GCN, GAT}, every candidate the
+    For each graph x width pair x {inference, training} x {GCN, GAT, SAGE}, every candidate the
     planner would cost is timed (`time_plans`, median of `samples`) and predicted by
     `cost_model`; a record holds log(predicted default / candidate) and log(measured
     default / candidate). The graphs must be ones the cost model was not trained on.

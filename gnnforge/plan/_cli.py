@@ -41,7 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     profile.add_argument("--threads", type=int, default=1,
                          help="torch/numba threads while timing (the models are valid for it)")
     profile.add_argument("--quick", action="store_true",
-                         help="only the small generated graphs (a smoke run, minutes)")
+                         help="a refit in under 2 minutes: the small profile graphs, widths "
+                         "32/256/1024, 2 repeats, a short calibration")
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -60,6 +61,11 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 _HELD_OUT = ("rmat-s13", "grid-60", "sbm-8x1000", "mycielski-9", "github-sub")
+# --quick: graphs under this many edges, these widths, and a calibration of 3 width
+# pairs x 2 samples (the full profile takes ~30 minutes on a shared 2-core machine)
+QUICK_MAX_EDGES = 60_000
+QUICK_WIDTHS = (32, 256, 1024)
+QUICK_CALIBRATION_WIDTHS = ((32, 256), (256, 32), (256, 256))
 
 
 def _records(args: argparse.Namespace) -> list[dict]:
@@ -68,8 +74,9 @@ def _records(args: argparse.Namespace) -> list[dict]:
 
     if args.from_records is not None:
         return [r for path in args.from_records for r in json.loads(path.read_text())]
-    config = ProfileConfig(repeats=args.repeats,
-                           **({"widths": tuple(args.widths)} if args.widths else {}))
+    widths = tuple(args.widths) if args.widths else QUICK_WIDTHS if args.quick else None
+    config = ProfileConfig(repeats=min(args.repeats, 2) if args.quick else args.repeats,
+                           **({"widths": widths} if widths else {}))
     unknown = sorted(set(args.graphs or ()) - set(profile_graph_names()))
     if unknown:
         print(f"gnnforge plan profile: unknown --graphs {unknown}; profile graphs are "
@@ -77,7 +84,7 @@ def _records(args: argparse.Namespace) -> list[dict]:
         raise SystemExit(2)
     graphs = list(profile_graphs(names=args.graphs))
     if args.quick:
-        graphs = [g for g in graphs if g[2].num_edges < 60_000]
+        graphs = [g for g in graphs if g[2].num_edges < QUICK_MAX_EDGES]
     records = collect(graphs, config)
     if args.records is not None:
         args.records.write_text(json.dumps(records))
@@ -85,7 +92,7 @@ def _records(args: argparse.Namespace) -> list[dict]:
 
 
 def _calibrate(records: list[dict], samples: int, overheads: dict,
-               errors: dict) -> tuple[dict, list[dict]]:
+               errors: dict, quick: bool = False) -> tuple[dict, list[dict]]:
     """The decision rule, from models trained without the held-out graphs (whose held-out
     errors are `errors`) and timed on those graphs."""
     from gnnforge.plan._calibrate import decision_errors, decision_rule
@@ -96,8 +103,14 @@ def _calibrate(records: list[dict], samples: int, overheads: dict,
         return {"decision_margin": 0.0, "decision_caution": 0.0}, []
     held_out_model = fit([r for r in records if r["graph"] not in _HELD_OUT])
     held_out_model.info = {"layer_overhead_s": overheads, "held_out_errors": errors}
-    graphs = [(name, graph) for name, _, graph in profile_graphs(names=_HELD_OUT)]
-    calibration = decision_errors(held_out_model, graphs, samples=samples)
+    timed = {r["graph"] for r in records}
+    graphs = [(name, graph) for name, _, graph in profile_graphs(names=_HELD_OUT)
+              if name in timed]
+    if quick:
+        calibration = decision_errors(held_out_model, graphs, QUICK_CALIBRATION_WIDTHS,
+                                      samples=min(samples, 2), min_seconds=0.05)
+    else:
+        calibration = decision_errors(held_out_model, graphs, samples=samples)
     margin, caution = decision_rule(calibration)
     return {"decision_margin": margin, "decision_caution": caution}, calibration
 
@@ -119,7 +132,8 @@ def _profile(args: argparse.Namespace) -> int:
 
     errors = held_out_errors(records, _HELD_OUT)
     overheads = layer_overheads()
-    rule, calibration = _calibrate(records, args.calibration_samples, overheads, errors)
+    rule, calibration = _calibrate(records, args.calibration_samples, overheads, errors,
+                                   args.quick)
     model = fit(records)
     model.info = {"records": len(records), "graphs": sorted({r["graph"] for r in records}),
                   "held_out_graphs": list(_HELD_OUT), "held_out_errors": errors,
@@ -146,18 +160,21 @@ def _profile(args: argparse.Namespace) -> int:
 
 def _records_fingerprint(records: list[dict], here: dict) -> dict:
     """The fingerprint of the process(es) that timed `records` (chunks timed elsewhere
-    are fitted here): theirs when they all agree, this process's when none has one.
+    are fitted here): the union of theirs (kernel choices accumulate as kernel classes
+    are first measured), this process's when none has one.
 
     Raises:
-        SystemExit: when chunks were timed on different configurations.
+        SystemExit: when two chunks disagree on a key (another machine or setting).
     """
-    prints = {json.dumps(r["fingerprint"], sort_keys=True) for r in records
-              if r.get("fingerprint")}
-    if len(prints) > 1:
-        print("gnnforge plan profile: the records were timed on different configurations "
-              f"({len(prints)} fingerprints); fit chunks of one machine only", file=sys.stderr)
-        raise SystemExit(2)
-    return json.loads(prints.pop()) if prints else here
+    merged: dict = {}
+    for record in records:
+        for key, value in (record.get("fingerprint") or {}).items():
+            if merged.setdefault(key, value) != value:
+                print(f"gnnforge plan profile: the records were timed on different "
+                      f"configurations ({key}: {merged[key]} vs {value}); fit chunks of "
+                      "one machine only", file=sys.stderr)
+                raise SystemExit(2)
+    return merged or here
 
 
 def _print_calibration(calibration: list[dict], model) -> None:

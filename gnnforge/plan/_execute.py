@@ -34,26 +34,37 @@ class Structure:
 
     Attributes:
         graph: any object with num_src_nodes/num_dst_nodes/coo/csr/csc.
-        inv_sqrt_src: [Ns] float, d_u^-1/2 of each source (0 where d_u = 0), or None.
+        inv_sqrt_src: [Ns] float, d_u^-1/2 of each source (0 where d_u = 0), or None
+            (with inv_sqrt_dst None: Â is the plain adjacency A, PyG's normalize=False).
         inv_sqrt_dst: [Nd] float, d_v^-1/2 of each destination, or None.
+        edge_weight: [E] float weights of A's entries in edge-id order (None: all 1); the
+            degrees above are then weighted degrees (PyG's gcn_norm with edge_weight).
         memo: values derived from the graph on first use ("edge_norm", "features").
     """
 
     graph: Any
     inv_sqrt_src: Tensor | None = None
     inv_sqrt_dst: Tensor | None = None
+    edge_weight: Tensor | None = None
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def edge_norm(self) -> Tensor:
-        """[E, 1] GCN's edge weights d_u^-1/2 d_v^-1/2 (an SDDMM), computed once per graph.
+        """[E, 1] GCN's edge weights d_u^-1/2 a_e d_v^-1/2 (an SDDMM), computed once.
 
-        Constants of the graph (degrees carry no gradient), so one tensor serves every
-        layer, forward and backward, for as long as the structure is cached.
+        Without edge weights these are constants of the graph (degrees carry no gradient),
+        so one tensor serves every layer, forward and backward, for as long as the
+        structure is cached. A weighted structure is built per call and keeps autograd, so
+        gradients reach the weights through a_e and the degrees.
         """
         if "edge_norm" not in self.memo:
-            with torch.inference_mode(False), torch.no_grad():  # usable by any later call
-                self.memo["edge_norm"] = ops.gsddmm(self.graph, "mul", self.inv_sqrt_src,
-                                                    self.inv_sqrt_dst, "u", "v")
+            if self.edge_weight is None:
+                with torch.inference_mode(False), torch.no_grad():  # usable by any later call
+                    self.memo["edge_norm"] = ops.gsddmm(self.graph, "mul", self.inv_sqrt_src,
+                                                        self.inv_sqrt_dst, "u", "v")
+            else:
+                norm = ops.gsddmm(self.graph, "mul", self.inv_sqrt_src, self.inv_sqrt_dst,
+                                  "u", "v")
+                self.memo["edge_norm"] = norm * self.edge_weight.reshape(norm.shape)
         return self.memo["edge_norm"]
 
 
@@ -62,13 +73,23 @@ def _inv_sqrt(degree: Tensor, dtype: torch.dtype) -> Tensor:
     return out.masked_fill(torch.isinf(out), 0.0)
 
 
-def gcn_structure(graph: Any, dtype: torch.dtype, symmetric: bool) -> Structure:
+def gcn_structure(graph: Any, dtype: torch.dtype, symmetric: bool,
+                  edge_weight: Tensor | None = None) -> Structure:
     """GCN's degree factors: in-degree on both sides for a square graph (PyG's gcn_norm);
-    out-degree of sources and in-degree of destinations for a bipartite block."""
+    out-degree of sources and in-degree of destinations for a bipartite block. With
+    `edge_weight` ([E], edge-id order) the degrees are sums of weights, and gradients
+    flow to the weights through them."""
     src, dst = graph.coo()
-    in_degree = torch.bincount(dst, minlength=graph.num_dst_nodes)
-    out_degree = in_degree if symmetric else torch.bincount(src, minlength=graph.num_src_nodes)
-    return Structure(graph, _inv_sqrt(out_degree, dtype), _inv_sqrt(in_degree, dtype))
+    if edge_weight is None:
+        in_degree = torch.bincount(dst, minlength=graph.num_dst_nodes)
+        out_degree = (in_degree if symmetric
+                      else torch.bincount(src, minlength=graph.num_src_nodes))
+        return Structure(graph, _inv_sqrt(out_degree, dtype), _inv_sqrt(in_degree, dtype))
+    weight = edge_weight.to(dtype)
+    in_degree = weight.new_zeros(graph.num_dst_nodes).index_add(0, dst, weight)
+    out_degree = (in_degree if symmetric
+                  else weight.new_zeros(graph.num_src_nodes).index_add(0, src, weight))
+    return Structure(graph, _inv_sqrt(out_degree, dtype), _inv_sqrt(in_degree, dtype), weight)
 
 
 def _rows(tensor: Tensor) -> Tensor:
@@ -77,8 +98,9 @@ def _rows(tensor: Tensor) -> Tensor:
 
 class _Evaluator:
     def __init__(self, composition: Composition, structure: Structure,
-                 leaves: dict[str, Tensor]) -> None:
+                 leaves: dict[str, Tensor], attention_dropout: float = 0.0) -> None:
         self.norm = composition.norm
+        self.attention_dropout = attention_dropout
         self.structure = structure
         self.graph = structure.graph
         self.leaves = leaves
@@ -112,22 +134,36 @@ class _Evaluator:
     def _affine(self, node: Node) -> Tensor:
         return self.value(node.inputs[0]) + self.value(node.inputs[1]).transpose(0, 1)
 
+    def _scale(self, node: Node) -> Tensor:
+        return self.value(node.inputs[0]) * self.value(node.inputs[1])
+
     def _affine_rows(self, node: Node) -> Tensor:
         m, rows, bias = (self.value(i) for i in node.inputs)
         return m + rows * bias.transpose(0, 1)
 
+    # Per-edge inputs of attention (PyG's edge_dim), leaves in edge-id order: "edge_logits"
+    # [E, H, 1] joins GAT's logits, "edge_features" [E, H, D] GATv2's pair sums, before
+    # the LeakyReLU. Attention dropout acts on the normalised coefficients, as in PyG.
     def _attention(self, node: Node) -> Tensor:
         score_src, score_dst = (self.value(i) for i in node.inputs[1:])  # [Ns|Nd, H, 1]
         logits = ops.gsddmm(self.graph, "add", score_src, score_dst, "u", "v")  # [E, H, 1]
+        if "edge_logits" in self.leaves:
+            logits = logits + self.leaves["edge_logits"]
         logits = F.leaky_relu(logits, node.attr("negative_slope"))
-        return ops.edge_softmax(self.graph, logits)
+        return self._dropout(ops.edge_softmax(self.graph, logits))
 
     def _attention_v2(self, node: Node) -> Tensor:
         h_src, h_dst, att = (self.value(i) for i in node.inputs[1:])
         pair = ops.gsddmm(self.graph, "add", h_src, h_dst, "u", "v")           # [E, H, D]
+        if "edge_features" in self.leaves:
+            pair = pair + self.leaves["edge_features"]
         pair = F.leaky_relu(pair, node.attr("negative_slope"))
         logits = (pair * att[:, :, 0]).sum(dim=-1, keepdim=True)                # [E, H, 1]
-        return ops.edge_softmax(self.graph, logits)
+        return self._dropout(ops.edge_softmax(self.graph, logits))
+
+    def _dropout(self, alpha: Tensor) -> Tensor:
+        # [E, H, 1] has PyG's [E, H] element order, so one seed draws the same mask.
+        return F.dropout(alpha, self.attention_dropout) if self.attention_dropout else alpha
 
     def _matmul(self, node: Node) -> Tensor:
         left, right = node.inputs
@@ -135,16 +171,26 @@ class _Evaluator:
             return self._normadj_matmul(node)
         if left.kind == "adjacency":
             return ops.copy_u_sum(self.graph, self.value(right))
+        if left.kind == "meanadj":
+            return ops.copy_u_mean(self.graph, self.value(right))
         if left.kind in ("attention", "attention_v2"):
             return ops.u_mul_e_sum(self.graph, self.value(right), self.value(left))
         return _dense_matmul(self.value(left), self.value(right), left.kind == "weight")
 
-    # Â M for the two realisations of D^-1/2 A D^-1/2.
+    # Â M for the two realisations of D^-1/2 A D^-1/2 (A weighted when edge_weight is set;
+    # without degree factors Â is A itself and both realisations are one SpMM).
     def _normadj_matmul(self, node: Node) -> Tensor:
+        if self.structure.inv_sqrt_dst is None:
+            return self._spmm(self.value(node.inputs[1]), self.structure.edge_weight)
         if self.norm == "precompute":
             return ops.u_mul_e_sum(self.graph, self.value(node.inputs[1]),
                                    self.structure.edge_norm())
         return self._unscaled(node) * _rows(self.structure.inv_sqrt_dst)
+
+    def _spmm(self, value: Tensor, weight: Tensor | None) -> Tensor:
+        if weight is None:
+            return ops.copy_u_sum(self.graph, value)
+        return ops.u_mul_e_sum(self.graph, value, weight.reshape(-1, 1, 1))
 
     def _unscaled(self, node: Node) -> Tensor:
         """A (D^-1/2 M): dynamic Â before its left factor, which a consumer may fuse."""
@@ -156,7 +202,7 @@ class _Evaluator:
                 scaled = self._unscaled(right) * _rows(scale)
             else:
                 scaled = self.value(right) * _rows(self.structure.inv_sqrt_src)
-            self.unscaled[node] = ops.copy_u_sum(self.graph, scaled)
+            self.unscaled[node] = self._spmm(scaled, self.structure.edge_weight)
         return self.unscaled[node]
 
 
@@ -174,12 +220,15 @@ def _dense_matmul(left: Tensor, right: Tensor, left_is_weight: bool) -> Tensor:
 
 
 def evaluate(composition: Composition, structure: Structure,
-             leaves: dict[str, Tensor]) -> Tensor:
+             leaves: dict[str, Tensor], attention_dropout: float = 0.0) -> Tensor:
     """Value of `composition` on `structure`, `[rows, heads, cols]`.
 
     Args:
         composition: the plan to run.
         structure: the prepared graph (`gcn_structure` when the tree uses Â).
-        leaves: tensors by leaf name: dense `X` `[Ns, I]`, weights `[heads, K, C]`.
+        leaves: tensors by leaf name: dense `X` `[Ns, I]`, weights `[heads, K, C]`, and
+            optional per-edge attention inputs `edge_logits` / `edge_features`.
+        attention_dropout: dropout probability on attention coefficients (0: none).
     """
-    return _Evaluator(composition, structure, leaves).value(composition.tree)
+    evaluator = _Evaluator(composition, structure, leaves, attention_dropout)
+    return evaluator.value(composition.tree)

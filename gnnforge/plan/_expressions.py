@@ -11,10 +11,10 @@ from __future__ import annotations
 from functools import cache
 
 from gnnforge.plan._ir import (Node, add, affine, attention, attention_v2, dst_rows, leaf,
-                               matmul)
+                               matmul, scale)
 
-__all__ = ["gat_expression", "gatv2_expression", "gcn_expression", "sgc_expression",
-           "tag_expression"]
+__all__ = ["gat_expression", "gatv2_expression", "gcn_expression", "gin_expression",
+           "sage_expression", "sgc_expression", "tag_expression"]
 
 _X = leaf("X", "dense", (1, "Ns", "I"))
 _NORMADJ = leaf("Â", "normadj", (1, "Nd", "Ns"))
@@ -76,3 +76,32 @@ def gatv2_expression(share_weights: bool = False, bias: bool = True,
     scores = attention_v2(_ADJ, h_src, dst_rows(h_dst), leaf("a", "weight", ("H", "D", 1)),
                           negative_slope)
     return matmul(scores, h_src)
+
+
+@cache
+def sage_expression(aggr: str = "mean", root_weight: bool = True, bias: bool = True) -> Node:
+    """Hamilton et al.: (M X) W_l + b + rows(X) W_r, M the mean (D_in^-1 A) or the sum (A)
+    over in-neighbours: aggregation first, as in PyG's SAGEConv.
+
+    Raises:
+        ValueError: for an aggregator other than mean or sum (max does not commute with
+            the projection, so it has no other plan).
+    """
+    if aggr not in ("mean", "sum"):
+        raise ValueError(f"sage_expression: aggr must be 'mean' or 'sum', got {aggr!r}")
+    adjacency = leaf("M", "meanadj", (1, "Nd", "Ns")) if aggr == "mean" else _ADJ
+    out = matmul(matmul(adjacency, _X), leaf("Wl", "weight", (1, "I", "O")))
+    if bias:
+        out = affine(out, leaf("bl", "weight", (1, 1, "O")))
+    if root_weight:
+        out = add(out, matmul(dst_rows(_X), leaf("Wr", "weight", (1, "I", "O"))))
+    return out
+
+
+@cache
+def gin_expression(bias: bool = True) -> Node:
+    """Xu et al.: (A X + (1 + eps) rows(X)) W + b, the first linear layer of GIN's MLP
+    applied to the aggregated sum, as in PyG's GINConv (the rest of the MLP follows)."""
+    combined = add(matmul(_ADJ, _X), scale(dst_rows(_X), leaf("s", "weight", (1, 1, 1))))
+    out = matmul(combined, leaf("W", "weight", (1, "I", "O")))
+    return affine(out, leaf("b", "weight", (1, 1, "O"))) if bias else out

@@ -10,12 +10,14 @@ Leaf kinds:
     ones      the all-ones column, used for row sums        [1, N, 1]
     adjacency A, the graph's 0/1 adjacency (dst rows)         [1, Nd, Ns] (sparse)
     normadj   D^-1/2 A D^-1/2, GCN's normalised adjacency    [1, Nd, Ns] (sparse)
+    meanadj   D_in^-1 A, the mean over in-neighbours (SAGE)  [1, Nd, Ns] (sparse)
 Inner ops:
     matmul        a @ b, heads broadcast (1 against H)
     add           element-wise sum of two or more terms (commutative, kept sorted)
     affine        m + 1 b^T: a bias added to every row
     affine_rows   m + r b^T: a bias scaled per row by r ([heads, rows, 1])
     dst_rows      the first Nd rows (a block's destination nodes lead its source nodes)
+    scale         m times a learned scalar (a [1, 1, 1] weight): GIN's (1 + eps)
     attention     GAT scores -> a sparse matrix of edge softmax weights [H, Nd, Ns]
     attention_v2  GATv2 scores, same result kind
 """
@@ -26,11 +28,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 __all__ = ["Dim", "Node", "SPARSE_KINDS", "add", "affine", "affine_rows", "attention",
-           "attention_v2", "dst_rows", "is_sparse", "leaf", "matmul", "render", "subtrees"]
+           "attention_v2", "dst_rows", "is_sparse", "leaf", "matmul", "render", "scale",
+           "subtrees"]
 
 Dim = int | str
-SPARSE_KINDS = ("adjacency", "normadj", "attention", "attention_v2")
-_LEAF_KINDS = ("dense", "weight", "ones", "adjacency", "normadj")
+SPARSE_KINDS = ("adjacency", "normadj", "meanadj", "attention", "attention_v2")
+_LEAF_KINDS = ("dense", "weight", "ones", "adjacency", "normadj", "meanadj")
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,14 @@ def dst_rows(m: Node, rows: Dim = "Nd") -> Node:
     return Node("dst_rows", (m,), (m.shape[0], rows, m.shape[2]))
 
 
+def scale(m: Node, factor: Node) -> Node:
+    """m times the scalar weight `factor` ([1, 1, 1])."""
+    if is_sparse(m) or factor.shape != (1, 1, 1):
+        raise ValueError(f"scale: needs a dense value and a [1, 1, 1] factor, got {m.kind} "
+                         f"and {factor.shape}")
+    return Node("scale", (m, factor), m.shape)
+
+
 def attention(adjacency: Node, score_src: Node, score_dst: Node, slope: float) -> Node:
     heads = _heads(score_src.shape[0], score_dst.shape[0])
     return Node("attention", (adjacency, score_src, score_dst), (heads, *adjacency.shape[1:]),
@@ -166,4 +177,6 @@ def render(node: Node) -> str:
         return f"({args[0]} + 1{args[1]})"
     if node.op == "affine_rows":
         return f"({args[0]} + {args[1]}{args[2]})"
+    if node.op == "scale":
+        return f"{args[1]}{args[0]}"
     return f"{node.op}({', '.join(args)})"

@@ -80,9 +80,11 @@ class Plan:
 
 
 def planned_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """(name, layer) for every sub-module that runs a plan (has plan_expression)."""
+    """(name, layer) for every sub-module that runs a plan (has a plan_expression; a
+    SAGEConv with the max aggregator has none)."""
     return [(name or type(m).__name__, m) for name, m in model.named_modules()
-            if hasattr(m, "plan_expression") and hasattr(m, "plan")]
+            if hasattr(m, "plan_expression") and hasattr(m, "plan")
+            and m.plan_expression() is not None]
 
 
 def layer_candidates(layer: nn.Module) -> list[Composition]:
@@ -186,7 +188,9 @@ def decide_layers(layers: list[tuple[str, nn.Module]], features: list[dict[str, 
     decisions = []
     for (name, layer), layer_plans, layer_calls in zip(layers, plans, calls):
         extra = fixed(type(layer).__name__, training)  # the same for every plan
-        costs = [extra + sum(call[1] * call[2] for call in c.values()) for c in layer_calls]
+        # floored: a graph without nodes predicts no work at all, and ratios need a cost
+        costs = [max(extra + sum(call[1] * call[2] for call in c.values()), 1e-12)
+                 for c in layer_calls]
         for c in layer_calls:  # a call every plan makes: shrinks gains to their real size
             c["layer"] = ("layer", extra, 1, 0)
         spreads = _spreads(layer_calls, cost_model)

@@ -90,6 +90,8 @@ def _matmul_rule(node: Node, norm: str | None, value_used: bool) -> list[Primiti
     width = _width(node)
     if left.kind == "adjacency":
         return [_prim("spmm_u", f=width)]
+    if left.kind == "meanadj":  # the sum over in-edges, then each row scaled by 1/degree
+        return [_prim("spmm_u", f=width), _prim("rowbcast", rows=(rows,), f=width)]
     if left.kind == "normadj":
         if norm == "dynamic":
             out = [_prim("spmm_u", f=width)]
@@ -112,7 +114,7 @@ def _node_rule(node: Node, norm: str | None, value_used: bool) -> list[Primitive
     if node.op == "add":
         return [_prim("elementwise", count=(node.shape[1], *_width(node)))
                 for _ in node.inputs[1:]]
-    if node.op in ("affine", "affine_rows"):
+    if node.op in ("affine", "affine_rows", "scale"):
         return [_prim("elementwise", count=(node.shape[1], *_width(node)))]
     if node.op == "attention":  # el_u + er_v per edge and head, LeakyReLU, softmax
         return [_prim("sddmm", f=(node.shape[0],)), _prim("edge_softmax", heads=(node.shape[0],))]

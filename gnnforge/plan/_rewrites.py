@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from gnnforge.plan._ir import (Node, add, affine_rows, attention, attention_v2, dst_rows,
-                               is_sparse, leaf, matmul)
+                               is_sparse, leaf, matmul, scale)
 
 __all__ = ["RULES", "rebuild", "rewrites_anywhere"]
 
@@ -73,6 +73,56 @@ def _factor_left(n: Node) -> list[Node]:
     return out
 
 
+def _distribute_right(n: Node) -> list[Node]:
+    if n.op != "matmul" or n.inputs[0].op != "add":
+        return []
+    terms, w = n.inputs[0].inputs, n.inputs[1]
+    return _try(lambda: add(*(matmul(t, w) for t in terms)))
+
+
+def _factor_right(n: Node) -> list[Node]:
+    if n.op != "add":
+        return []
+    out = []
+    terms = n.inputs
+    for i in range(len(terms)):
+        for j in range(i + 1, len(terms)):
+            a, b = terms[i], terms[j]
+            if a.op == "matmul" and b.op == "matmul" and a.inputs[1] == b.inputs[1]:
+                rest = [t for k, t in enumerate(terms) if k not in (i, j)]
+                out += _try(lambda: add(matmul(add(a.inputs[0], b.inputs[0]), a.inputs[1]),
+                                        *rest))
+    return out
+
+
+def _scale_then_matmul(n: Node) -> list[Node]:
+    if n.op != "matmul" or n.inputs[0].op != "scale":
+        return []
+    (m, factor), w = n.inputs[0].inputs, n.inputs[1]
+    return _try(lambda: scale(matmul(m, w), factor))
+
+
+def _matmul_then_scale(n: Node) -> list[Node]:
+    if n.op != "scale" or n.inputs[0].op != "matmul":
+        return []
+    (m, w), factor = n.inputs[0].inputs, n.inputs[1]
+    return _try(lambda: matmul(scale(m, factor), w))
+
+
+def _rows_then_scale(n: Node) -> list[Node]:
+    if n.op != "scale" or n.inputs[0].op != "dst_rows":
+        return []
+    (m,), factor = n.inputs[0].inputs, n.inputs[1]
+    return _try(lambda: dst_rows(scale(m, factor), n.shape[1]))
+
+
+def _scale_then_rows(n: Node) -> list[Node]:
+    if n.op != "dst_rows" or n.inputs[0].op != "scale":
+        return []
+    m, factor = n.inputs[0].inputs
+    return _try(lambda: scale(dst_rows(m, n.shape[1]), factor))
+
+
 # (name, rule): each comment states the identity and when it is legal.
 RULES: tuple[tuple[str, Callable[[Node], list[Node]]], ...] = (
     # (a @ b) @ c = a @ (b @ c): always, unless b @ c would be sparse @ sparse
@@ -87,6 +137,18 @@ RULES: tuple[tuple[str, Callable[[Node], list[Node]]], ...] = (
     ("matmul_then_rows", _matmul_then_rows),
     # S P + S Q = S (P + Q): distributivity, any shared left factor S (Horner for TAGCN)
     ("factor_left", _factor_left),
+    # (P + Q) W = P W + Q W: distributivity on the right, always (GIN's projection)
+    ("distribute_right", _distribute_right),
+    # P W + Q W = (P + Q) W: the same identity read the other way
+    ("factor_right", _factor_right),
+    # (s M) W = s (M W): a scalar commutes with a right product, always
+    ("scale_then_matmul", _scale_then_matmul),
+    # s (M W) = (s M) W: the same identity read the other way
+    ("matmul_then_scale", _matmul_then_scale),
+    # rows(s M) = s rows(M): row selection commutes with a scalar, always
+    ("rows_then_scale", _rows_then_scale),
+    # s rows(M) = rows(s M): the same identity read the other way
+    ("scale_then_rows", _scale_then_rows),
 )
 
 
@@ -98,6 +160,8 @@ def rebuild(n: Node, inputs: tuple[Node, ...]) -> Node:
         return add(*inputs)
     if n.op == "dst_rows":
         return dst_rows(inputs[0], n.shape[1])
+    if n.op == "scale":
+        return scale(*inputs)
     if n.op == "attention":
         return attention(*inputs, n.attr("negative_slope"))
     if n.op == "attention_v2":

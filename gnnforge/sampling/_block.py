@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from gnnforge._device import to_device
+
 __all__ = ["Block"]
 
 
@@ -59,7 +61,8 @@ class Block:
         if "dst" not in self._cache:
             counts = self.rowptr[1:] - self.rowptr[:-1]
             self._cache["dst"] = torch.repeat_interleave(
-                torch.arange(self.num_dst_nodes, dtype=torch.int64), counts)
+                torch.arange(self.num_dst_nodes, dtype=torch.int64, device=self.rowptr.device),
+                counts)
         return self.col, self._cache["dst"]
 
     def csr(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
@@ -67,7 +70,7 @@ class Block:
         _check_dtype(index_dtype)
         key = ("csr", index_dtype)
         if key not in self._cache:
-            order = torch.arange(self.num_edges, dtype=torch.int64)
+            order = torch.arange(self.num_edges, dtype=torch.int64, device=self.col.device)
             self._cache[key] = (self.rowptr.to(index_dtype), self.col.to(index_dtype),
                                 order.to(index_dtype))
         return self._cache[key]
@@ -79,11 +82,20 @@ class Block:
         if key not in self._cache:
             src, dst = self.coo()
             order = torch.argsort(src, stable=True)  # stable keeps dst ascending per source
-            colptr = torch.zeros(self.num_src_nodes + 1, dtype=torch.int64)
+            colptr = torch.zeros(self.num_src_nodes + 1, dtype=torch.int64,
+                                 device=self.col.device)
             colptr[1:] = torch.cumsum(torch.bincount(src, minlength=self.num_src_nodes), 0)
             self._cache[key] = (colptr.to(index_dtype), dst[order].to(index_dtype),
                                 order.to(index_dtype))
         return self._cache[key]
+
+    def to(self, device: torch.device | str) -> Block:
+        """The same block on `device` (samplers build blocks on the CPU); CPU to GPU through
+        pinned memory, non-blocking. Cached formats are rebuilt there on first use."""
+        device = torch.device(device)
+        move = lambda t: None if t is None else to_device(t, device)  # noqa: E731
+        return Block(move(self.src_nodes), move(self.rowptr), move(self.col),
+                     move(self.edge_ids), move(self.edge_weight))
 
     def __repr__(self) -> str:
         weighted = "" if self.edge_weight is None else ", weighted"

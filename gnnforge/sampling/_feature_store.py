@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -99,6 +101,40 @@ admitted in batch order), and a miss evicts the least recently fetched rows. Row
         self._slot_of[ids[:take]] = victims
         self._last_used[victims] = stamps[:take]
         self._cache[torch.from_numpy(victims)] = rows[:take]
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to serve (and count) the same hits and misses.
+
+        The cached rows themselves are not saved: they are copies of `features`, restored
+        from the ids in each slot.
+        """
+        return {"slot_of": torch.from_numpy(self._slot_of.copy()),
+                "node_in": torch.from_numpy(self._node_in.copy()),
+                "last_used": torch.from_numpy(self._last_used.copy()),
+                "clock": self._clock, "hits": self.hits, "misses": self.misses,
+                "bytes_copied": self.bytes_copied}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore `state_dict()` of a store over the same features and capacity.
+
+        Raises:
+            ValueError: when the saved store had another size or capacity.
+        """
+        node_in = state["node_in"].numpy()
+        if state["slot_of"].numel() != self.num_nodes or node_in.size != self.capacity:
+            raise ValueError(f"FeatureStore.load_state_dict: saved for {state['slot_of'].numel()}"
+                             f" nodes and {node_in.size} slots, this store has "
+                             f"{self.num_nodes} and {self.capacity}")
+        self._slot_of = state["slot_of"].numpy().copy()
+        self._node_in = node_in.copy()
+        self._last_used = state["last_used"].numpy().copy()
+        self._clock = int(state["clock"])
+        self.hits, self.misses = int(state["hits"]), int(state["misses"])
+        self.bytes_copied = int(state["bytes_copied"])
+        filled = np.flatnonzero(self._node_in >= 0)
+        if filled.size:
+            self._cache[torch.from_numpy(filled)] = \
+                self.features[torch.from_numpy(self._node_in[filled])]
 
     def __repr__(self) -> str:
         return (f"FeatureStore(num_nodes={self.num_nodes}, capacity={self.capacity}, "

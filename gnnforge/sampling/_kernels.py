@@ -124,16 +124,18 @@ def labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi, num_nodes, key_a, k
     weights sum to its number of kept edges (a plain mean of w * h is then the Hajek
     estimate of the full-neighbourhood mean).
 
-    r_t is hashed once per vertex into a table when the frontier has at least as many
-    in-edges as the graph has vertices (the deep layers; the table is then no larger than
-    the layer's work), else once per edge; a first pass marks the kept edges so that no
+    r_t is hashed once per vertex into a table when the frontier has at least 8 in-edges
+    per vertex of the graph (the table is then no larger than the per-edge marks), else
+    once per edge; a first pass marks the kept edges so that no
     variate is computed twice.
     """
     n = rows.shape[0]
     total = 0
     for i in range(n):
         total += rowptr[rows[i] + 1] - rowptr[rows[i]]
-    table = total >= num_nodes
+    # The [N] float64 table only when the layer reads 8 in-edges per vertex anyway: it is
+    # then no larger than `keep` (1 byte per in-edge), so memory follows the batch.
+    table = total >= 8 * num_nodes
     r = _vertex_variates(num_nodes, key_a, key_b, mix, dependent) if table \
         else np.empty(0, dtype=np.float64)
     keep = np.zeros(total, dtype=np.bool_)
@@ -373,24 +375,23 @@ def random_walk_layer(rowptr, col, frontier, walk_length, num_walks, restart_pro
 def compact(frontier, picked):
     """Local ids: frontier -> 0..n-1 (in order), then new sources in first-seen order.
 
-    An open-addressing hash map (linear probing, load <= 1/2) sized by the batch, not the
-    graph: memory is O(n + E) whatever num_nodes is. `frontier` must be distinct.
+    An open-addressing hash map (linear probing, load <= 1/2) of 2 (n + E) + 1 slots:
+    memory is O(n + E) whatever num_nodes is, and grows smoothly with the batch (no
+    power-of-two rounding, which made the table jump 2x between similar batches).
+    `frontier` must be distinct.
     Returns (col [E] local source ids, src_nodes [n_src] original ids, dst first).
     """
     n = frontier.shape[0]
     m = picked.shape[0]
-    bits = 1
-    while (1 << bits) < 2 * (n + m):
-        bits += 1
-    mask = (1 << bits) - 1
-    keys = np.full(1 << bits, -1, dtype=np.int64)
-    values = np.empty(1 << bits, dtype=np.int64)
+    slots = 2 * (n + m) + 1
+    keys = np.full(slots, -1, dtype=np.int64)
+    values = np.empty(slots, dtype=np.int64)
     nodes = np.empty(n + m, dtype=np.int64)
     for i in range(n):
         v = frontier[i]
-        h = _slot(v, bits, mask)
+        h = _slot(v, slots)
         while keys[h] != -1:
-            h = (h + 1) & mask
+            h = h + 1 if h + 1 < slots else 0
         keys[h] = v
         values[h] = i
         nodes[i] = v
@@ -398,9 +399,9 @@ def compact(frontier, picked):
     out = np.empty(m, dtype=np.int64)
     for j in range(m):
         v = picked[j]
-        h = _slot(v, bits, mask)
+        h = _slot(v, slots)
         while keys[h] != -1 and keys[h] != v:
-            h = (h + 1) & mask
+            h = h + 1 if h + 1 < slots else 0
         if keys[h] == -1:
             keys[h] = v
             values[h] = size
@@ -411,7 +412,8 @@ def compact(frontier, picked):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _slot(v, bits, mask):
-    """Fibonacci hashing: the top `bits` bits of v * 2^64/phi (ids are often clustered)."""
-    return np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)) \
-        & mask
+def _slot(v, slots):
+    """Fibonacci hashing (ids are often clustered) mapped onto [0, slots) by a multiply:
+    the top 32 bits of v * 2^64/phi, times slots, over 2^32 (slots < 2^32)."""
+    mixed = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+    return np.int64((mixed * np.uint64(slots)) >> np.uint64(32))

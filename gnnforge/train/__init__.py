@@ -1,5 +1,6 @@
 """Training: tasks, the shared loop with exact resume, configuration and the CLI."""
 
+from gnnforge.train._checkpoint import CheckpointError
 from gnnforge.train._config import ConfigError, TrainConfig, load_config
 from gnnforge.train._engine import Task, fit
 from gnnforge.train._graph_task import GraphTask, split_indices
@@ -10,6 +11,7 @@ from gnnforge.train._varmisuse import VarMisuseConfig, VarMisuseModel, run_varmi
 from gnnforge.train._varmisuse_data import split_by_file, varmisuse_examples
 
 __all__ = [
+    "CheckpointError",
     "ConfigError",
     "GraphTask",
     "NodeTask",

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import os
+import pickle
 import random
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["capture_rng", "load_checkpoint", "restore_rng", "save_checkpoint"]
+__all__ = ["CheckpointError", "capture_rng", "check_out_dir", "load_checkpoint", "restore_rng",
+           "save_checkpoint"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read or does not fit this run; the message names the file."""
 
 
 def capture_rng() -> dict[str, Any]:
@@ -53,5 +60,43 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint written by `save_checkpoint` (tensors and plain values only)."""
-    return torch.load(path, map_location="cpu", weights_only=True)
+    """Read a checkpoint written by `save_checkpoint` (tensors and plain values only).
+
+    Raises:
+        CheckpointError: naming the file, when it is empty, truncated, not a torch file,
+            holds anything but tensors and plain values, or is not a dict.
+        FileNotFoundError: when there is no file.
+    """
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except (RuntimeError, OSError, EOFError, ValueError, TypeError, KeyError, AttributeError,
+            IndexError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(error).__name__}: "
+                              f"{reason}); delete it or use another --out-dir") from error
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: not a checkpoint (holds a {type(state).__name__}, not "
+                              "a dict); delete it or use another --out-dir")
+    return state
+
+
+def check_out_dir(out_dir: str | Path) -> None:
+    """Create `out_dir` and prove a file can be written there, before any training.
+
+    Raises:
+        ConfigError: naming the folder and the reason (a file in the way, no permission,
+            a read-only file system).
+    """
+    from gnnforge.train._config import ConfigError
+
+    folder = Path(out_dir)
+    probe = folder / f".write-test-{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"--out-dir {folder}: cannot write there ({error.strerror or error})"
+                          ) from error

@@ -13,9 +13,10 @@ DESCRIPTION = ("train a GNN (default: GIN regressing TPSA on RDKit's NCI molecul
                "fixed-shape packed batches)")
 
 _HELP = {
-    "task": f"what to train: {', '.join(TASKS)}",
-    "dataset": "graph: nci-tpsa (default) or a labelled molecule source/CSV; "
-               "node: pubmed (default), cora, citeseer, sbm",
+    "task": f"what to train: {', '.join(TASKS)}; without it the dataset's kind decides",
+    "dataset": "a name `gnnforge datasets` prints, or a molecule CSV: node-labelled graphs "
+               "train node classification, labelled graph collections graph prediction, "
+               "unlabelled graphs link prediction (default: nci-tpsa, pubmed or rmat by task)",
     "epochs": "maximum number of epochs", "lr": "Adam learning rate",
     "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
     "dropout": "dropout probability", "seed": "seed for model init, splits and batch order",
@@ -26,13 +27,16 @@ _HELP = {
     "progress": "show tqdm progress bars",
     "threads": "torch intra-op threads",
     "batch_graphs": "graph task: average graphs per fixed-shape batch",
-    "limit": "graph task: use only the first N graphs (0: all)",
+    "limit": "graph task: use only the first N graphs (0: all); varmisuse task: parse N "
+             "files (default 30)",
     "pool": "graph task: readout, sum or mean",
-    "mode": f"node task: {' or '.join(NODE_MODES)}-graph training",
-    "model": "node task: sage or gcn layers",
-    "sampler": f"node task, --mode sampled: {' or '.join(SAMPLERS)} (default: neighbor)",
-    "fanouts": "node task, --mode sampled: neighbours per layer, e.g. 10,10,10",
-    "batch_size": "node task, --mode sampled: seed nodes per minibatch",
+    "mode": f"node task: {' or '.join(NODE_MODES)}-graph training (link: sampled only)",
+    "model": "node and link tasks: sage or gcn layers",
+    "sampler": f"node (--mode sampled) and link tasks: {' or '.join(SAMPLERS)} "
+               "(default: neighbor)",
+    "fanouts": "node (--mode sampled) and link tasks: neighbours per layer, one per --layers",
+    "batch_size": "node task, --mode sampled: seed nodes per minibatch; link task: training "
+                  "edges per minibatch",
     "dependent": "node task, --mode sampled: dependent minibatches sharing variates over K "
                  "consecutive batches (0: independent)",
     "cache_size": "node task, --mode sampled: feature cache rows (0: no cache)",
@@ -40,6 +44,20 @@ _HELP = {
                    "cooperative (node task, --mode sampled: the processes sample and compute "
                    "one global minibatch together)",
     "partition": "--distributed cooperative: vertex partition, random or metis",
+    "device": "where the model trains: cpu, cuda or cuda:N (samplers and packing stay on "
+              "the CPU; batches are copied over through pinned memory)",
+    "compile": "run the training step under torch.compile(fullgraph=True, dynamic=False) "
+               "and end with the compile counts (frames, graph breaks, recompiles)",
+    "partitioned": "node task, sampled, under torchrun: a directory from `gnnforge partition`; "
+                   "each process loads only its part",
+    "cooperate": "--distributed cooperative: all processes cooperate, or those of one node "
+                 "(local: torchrun's LOCAL_WORLD_SIZE; nodes then train independently)",
+    "prefetch": "--partitioned: minibatches sampled and fetched ahead by a background thread "
+                "(0: off)",
+    "block_size": "varmisuse task: banded block size S (nodes per dense block)",
+    "slots": "varmisuse task: nodes per batch, a multiple of --block-size",
+    "backend": "varmisuse task: propagation the model trains with: sparse, banded or both "
+               "(one model each; banded is several times slower per step on a CPU)",
 }
 
 
@@ -90,36 +108,75 @@ def build_task(config: TrainConfig) -> Any:
         from gnnforge.train._graph_task import GraphTask
 
         return GraphTask(config)
+    if config.task == "node" and config.partitioned is not None:
+        from gnnforge.train._partitioned import PartitionedNodeTask
+
+        return PartitionedNodeTask(config)
     if config.task == "node":
         from gnnforge.train._node_task import NodeTask
 
         return NodeTask(config)
+    if config.task == "link":
+        from gnnforge.train._link_task import LinkTask
+
+        return LinkTask(config)
     raise ConfigError(f"build_task: no engine task for --task {config.task}")
 
 
 # TrainConfig field -> VarMisuseConfig field, for the options the user set explicitly (the
-# VarMisuse runner keeps its own defaults, e.g. 3 epochs, otherwise).
+# VarMisuse runner keeps its own defaults, e.g. 3 epochs and 30 files, otherwise).
 _VARMISUSE_FIELDS = {"epochs": "epochs", "hidden": "hidden", "lr": "lr", "seed": "seed",
-                     "progress": "progress", "layers": "num_steps", "dataset": "root",
-                     "limit": "max_files"}
+                     "progress": "progress", "layers": "num_steps", "limit": "max_files",
+                     "block_size": "block_size", "slots": "num_slots", "threads": "threads"}
 
 
-def run_varmisuse_task(config: TrainConfig, explicit: set[str]) -> int:
-    """`--task varmisuse`: the banded work's VarMisuse runner (GGNN, sparse and banded)."""
-    from gnnforge.train._varmisuse import VarMisuseConfig, format_results, run_varmisuse
-
+def _varmisuse_options(config: TrainConfig, explicit: set[str]) -> dict[str, Any]:
     unsupported = sorted(explicit & {"resume", "checkpoint_every", "patience", "dropout",
                                      "weight_decay", "batch_graphs", "pool"})
     if unsupported:
         raise ConfigError(f"--task varmisuse does not take {unsupported}: its runner trains "
                           "in one pass without checkpoints; see docs/banded.md")
+    if "limit" in explicit and config.limit == 0:
+        raise ConfigError("--task varmisuse: --limit is the number of Python files to parse; "
+                          "0 would take every file of the corpus (hours on 2 cores): give a "
+                          "number, e.g. --limit 30")
     options = {_VARMISUSE_FIELDS[k]: getattr(config, k) for k in explicit
                if k in _VARMISUSE_FIELDS}
+    options.setdefault("progress", config.progress)
+    options["backends"] = ("sparse", "banded") if config.backend == "both" \
+        else (config.backend,)
+    if config.dataset is not None and config.dataset.lower() != "python-programs":
+        options["root"] = config.dataset  # a folder of .py files
+    return options
+
+
+def run_varmisuse_task(config: TrainConfig, explicit: set[str]) -> int:
+    """`--task varmisuse`: the banded work's VarMisuse runner (GGNN, sparse and banded);
+    results go to stdout and to OUT_DIR/varmisuse.json and varmisuse.md."""
+    import json
+    from pathlib import Path
+
+    options = _varmisuse_options(config, explicit)
+    from gnnforge.train._varmisuse import VarMisuseConfig, format_results, run_varmisuse
+
+    out_dir = Path(config.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     results = run_varmisuse(VarMisuseConfig(**options))
+    table = format_results(results)
     print(results["corpus"], results["examples"], sep="\n")
-    print(format_results(results))
+    print(table)
     print(f"{results['seconds']:.0f} s, world size {results['world_size']}")
+    if results["world_size"] == 1 or _rank() == 0:
+        (out_dir / "varmisuse.json").write_text(json.dumps(results, indent=2, default=str))
+        (out_dir / "varmisuse.md").write_text(table + "\n")
+        print(f"results written to {out_dir / 'varmisuse.json'} and varmisuse.md")
     return 0
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
 def set_threads(threads: int) -> None:
@@ -138,13 +195,24 @@ def set_threads(threads: int) -> None:
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
 
 
+def starting(args: argparse.Namespace) -> str:
+    """The first line a run prints (before torch loads), naming what it is about to do."""
+    what = [f"--{name.replace('_', '-')} {getattr(args, name)}"
+            for name in ("task", "dataset", "limit", "epochs") if getattr(args, name, None)
+            is not None]
+    return f"gnnforge train {' '.join(what)}: loading torch and the data...".replace("  ", " ")
+
+
 def run(args: argparse.Namespace) -> int:
+    from gnnforge.train._checkpoint import check_out_dir
     from gnnforge.train._config import _read_toml, load_config
     from gnnforge.train._engine import fit
 
     overrides = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
     try:
         config = load_config(overrides, args.config)
+        if config.task != "varmisuse":
+            check_out_dir(config.out_dir)  # fail now, not after the first epoch
         set_threads(config.threads)
         if config.task == "varmisuse":
             explicit = {k for k, v in overrides.items() if v is not None and k != "task"}
@@ -156,4 +224,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"gnnforge train: error: {error}", file=sys.stderr)
         return 2
     fit(config, task)
+    if hasattr(task, "rank_report"):
+        print(task.rank_report(), flush=True)  # every process: its own memory and traffic
     return 0

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gnnforge._device import resolve_device
+
 __all__ = ["ConfigError", "TrainConfig", "load_config"]
 
-TASKS = ("graph", "node", "varmisuse")
-NODE_DATASETS = ("cora", "citeseer", "pubmed", "sbm")
+TASKS = ("graph", "node", "link", "varmisuse")
+# Each task's dataset when --dataset is not given.
+DEFAULT_DATASETS = {"graph": "nci-tpsa", "node": "pubmed", "link": "rmat"}
 NODE_MODES = ("full", "sampled")
 SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
+COOPERATE = ("all", "local")
 
 
 class ConfigError(ValueError):
@@ -26,7 +31,8 @@ class TrainConfig:
     """Everything a run needs; `gnnforge train --help` documents each field as a flag."""
 
     task: str = "graph"
-    # None: the task's default ('nci-tpsa' for graph, 'pubmed' for node).
+    # A name `gnnforge datasets` prints (or a molecule CSV); None: the task's default
+    # (DEFAULT_DATASETS). Without --task, the dataset's kind picks the task.
     dataset: str | None = None
     epochs: int = 30
     lr: float = 1e-3
@@ -66,6 +72,27 @@ class TrainConfig:
     # cooperative: how vertices are assigned to processes ('metis' cuts fewer edges, so
     # fewer embedding rows cross processes; needs pymetis).
     partition: str = "random"
+    # Run the training step's loss and backward under torch.compile(fullgraph=True,
+    # dynamic=False): one compile per distinct batch shape (packing makes it one).
+    compile: bool = False
+    # Where the model trains: 'cpu', 'cuda' or 'cuda:N'. Samplers and packing run on the
+    # CPU; their batches reach the device through pinned, non-blocking copies.
+    device: str = "cpu"
+    # A directory written by `gnnforge partition`: each process loads only its part
+    # (node task, sampled, under torchrun; see gnnforge/train/_partitioned.py).
+    partitioned: str | None = None
+    # cooperative: 'all' processes cooperate, or those of one node ('local', torchrun's
+    # LOCAL_WORLD_SIZE), nodes then taking turns over the global batches.
+    cooperate: str = "all"
+    # --partitioned: minibatches sampled and fetched ahead by a background thread (0: off).
+    prefetch: int = 1
+    # --task varmisuse: banded block size S, nodes per batch (a multiple of S) and the
+    # propagation the model is trained with ('both' trains one model per backend). Sparse
+    # by default: on a CPU a banded step (dense S x S block products) costs several
+    # sparse steps (docs/training.md), and it is evaluated both ways either way.
+    block_size: int = 256
+    slots: int = 1024
+    backend: str = "sparse"
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
 
@@ -81,6 +108,9 @@ _FIELDS = {f.name: f for f in fields(TrainConfig)}
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "node": {"layers": 2, "lr": 0.01, "dropout": 0.5, "weight_decay": 5e-4, "epochs": 200,
              "patience": 50, "fanouts": [10, 10]},
+    # Link prediction: GraphSAGE on sampled blocks (PyG's link-prediction examples' sizes).
+    "link": {"layers": 2, "lr": 0.01, "epochs": 20, "patience": 5, "mode": "sampled",
+             "fanouts": [10, 10]},
 }
 
 
@@ -109,6 +139,8 @@ def load_config(overrides: dict[str, Any], toml_path: str | Path | None = None) 
     if toml_path is not None:
         values.update(_read_toml(toml_path))
     values.update({k: v for k, v in overrides.items() if v is not None and k in _FIELDS})
+    if "task" not in values and values.get("dataset") is not None:
+        values["task"] = _kind(str(values["dataset"])).task
     values = {**TASK_DEFAULTS.get(values.get("task", "graph"), {}), **values}
     for key, value in values.items():
         _check_type(key, value)
@@ -130,6 +162,31 @@ def _check_type(key: str, value: Any) -> None:
         raise ConfigError(f"{key}: expected {expected.__name__}, got {value!r}")
 
 
+def _kind(dataset: str):
+    """The dataset's kind (see `dataset_kind`), its errors as ConfigError."""
+    from gnnforge.train._dataset_kinds import dataset_kind
+
+    try:
+        return dataset_kind(dataset)
+    except KeyError as error:
+        raise ConfigError(f"--dataset: {error.args[0]}") from None
+    except (ValueError, FileNotFoundError) as error:
+        raise ConfigError(f"--dataset: {error}") from None
+
+
+def _validate_dataset(config: TrainConfig) -> None:
+    if config.dataset is None:
+        return
+    if config.task == "varmisuse" and Path(config.dataset).is_dir():
+        return  # a folder of Python files
+    kind = _kind(config.dataset)
+    # Any single graph can be trained for link prediction, labelled or not.
+    if kind.task != config.task and not (config.task == "link" and kind.task == "node"):
+        raise ConfigError(f"--task {config.task} cannot train {config.dataset!r}: it is "
+                          f"{kind.what}; use --task {kind.task} --dataset {config.dataset} "
+                          "(or leave out --task)")
+
+
 def _flag(name: str) -> str:
     return name.replace("_", "-")
 
@@ -146,30 +203,76 @@ def validate(config: TrainConfig) -> None:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
     if not 0.0 <= config.dropout < 1.0:
         raise ConfigError(f"--dropout must lie in [0, 1), got {config.dropout}")
-    if config.lr <= 0:
-        raise ConfigError(f"--lr must be > 0, got {config.lr}")
+    if not (math.isfinite(config.lr) and config.lr > 0):
+        raise ConfigError(f"--lr must be a finite number > 0, got {config.lr}")
+    if not (math.isfinite(config.weight_decay) and config.weight_decay >= 0):
+        raise ConfigError(f"--weight-decay must be a finite number >= 0, got "
+                          f"{config.weight_decay}")
+    if not (math.isfinite(config.step_delay) and config.step_delay >= 0):
+        raise ConfigError(f"--step-delay must be a finite number >= 0, got {config.step_delay}")
     if config.task == "node":
         _validate_node(config)
+    elif config.task == "link":
+        _validate_link(config)
     else:
         for name, default in (("mode", "full"), ("model", "sage"), ("sampler", None),
                               ("dependent", 0), ("cache_size", 0), ("partition", "random")):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                                   f"(got --task {config.task})")
-    if config.task == "graph" and config.dataset in NODE_DATASETS:
-        raise ConfigError(f"--task graph needs a molecule dataset, but {config.dataset!r} is a "
-                          "node-classification graph; use --task node --dataset "
-                          f"{config.dataset}")
+    _validate_varmisuse(config)
+    _validate_dataset(config)
+    try:
+        resolve_device(config.device)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if config.device != "cpu" and (config.distributed == "cooperative"
+                                   or config.partitioned is not None):
+        raise ConfigError(f"--device {config.device}: cooperative and partitioned training "
+                          "exchange CPU rows and run on the CPU in this build; use --device cpu")
     _validate_distributed(config)
+    if config.compile and config.task != "graph":
+        raise ConfigError(f"--compile supports --task graph (packed batches) in this build, "
+                          f"not --task {config.task}")
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
 
 
+VARMISUSE_BACKENDS = ("sparse", "banded", "both")
+
+
+def _validate_varmisuse(config: TrainConfig) -> None:
+    if config.task != "varmisuse":
+        for name, default in (("block_size", 256), ("slots", 1024), ("backend", "sparse")):
+            if getattr(config, name) != default:
+                raise ConfigError(f"--{_flag(name)} applies to --task varmisuse only "
+                                  f"(got --task {config.task})")
+        return
+    if config.backend not in VARMISUSE_BACKENDS:
+        raise ConfigError(f"--backend must be one of {VARMISUSE_BACKENDS}, got "
+                          f"{config.backend!r}")
+    for name in ("block_size", "slots"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
+    if config.slots % config.block_size:
+        raise ConfigError(f"--slots ({config.slots}) must be a multiple of --block-size "
+                          f"({config.block_size}): a batch is slots / block-size blocks")
+
+
+def _validate_link(config: TrainConfig) -> None:
+    if config.mode != "sampled":
+        raise ConfigError("--task link trains on sampled blocks (each batch's edges removed "
+                          "from them); use --mode sampled")
+    for name, default in (("dependent", 0), ("cache_size", 0), ("partition", "random")):
+        if getattr(config, name) != default:
+            raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
+                              "(got --task link)")
+    if config.model not in ("sage", "gcn"):
+        raise ConfigError(f"--model must be 'sage' or 'gcn', got {config.model!r}")
+    _validate_sampling(config)
+
+
 def _validate_node(config: TrainConfig) -> None:
-    if config.dataset is not None and config.dataset not in NODE_DATASETS:
-        raise ConfigError(f"--task node needs one of {NODE_DATASETS}, got {config.dataset!r}"
-                          + (" (a molecule set: use --task graph)"
-                             if config.dataset not in NODE_DATASETS else ""))
     if config.model not in ("sage", "gcn"):
         raise ConfigError(f"--model must be 'sage' or 'gcn', got {config.model!r}")
     if config.mode not in NODE_MODES:
@@ -180,6 +283,10 @@ def _validate_node(config: TrainConfig) -> None:
                 raise ConfigError(f"--{name.replace('_', '-')} needs --mode sampled "
                                   "(full-graph training does not sample)")
         return
+    _validate_sampling(config)
+
+
+def _validate_sampling(config: TrainConfig) -> None:
     if config.sampler is not None and config.sampler not in SAMPLERS:
         raise ConfigError(f"--sampler must be one of {SAMPLERS}, got {config.sampler!r}")
     if len(config.fanouts) != config.layers:
@@ -203,3 +310,26 @@ def _validate_distributed(config: TrainConfig) -> None:
                                               else "") + "); use --distributed independent")
     if config.partition != "random" and config.distributed != "cooperative":
         raise ConfigError("--partition applies to --distributed cooperative only")
+    if config.cooperate not in COOPERATE:
+        raise ConfigError(f"--cooperate must be one of {COOPERATE}, got {config.cooperate!r}")
+    if config.prefetch < 0:
+        raise ConfigError(f"--prefetch must be >= 0, got {config.prefetch}")
+    _validate_partitioned(config)
+
+
+def _validate_partitioned(config: TrainConfig) -> None:
+    if config.cooperate != "all" and config.distributed != "cooperative":
+        raise ConfigError("--cooperate local needs --distributed cooperative")
+    if config.partitioned is None:
+        if config.prefetch != 1:
+            raise ConfigError("--prefetch applies to --partitioned runs only")
+        return
+    if config.task != "node" or config.mode != "sampled":
+        raise ConfigError("--partitioned trains sampled minibatches: it needs --task node "
+                          "--mode sampled")
+    if config.dataset is not None:
+        raise ConfigError("--partitioned DIR brings its own data; drop --dataset "
+                          f"{config.dataset}")
+    if config.partition != "random":
+        raise ConfigError("--partition chooses an in-memory partition; with --partitioned the "
+                          "parts come from `gnnforge partition --method`")

@@ -46,7 +46,7 @@ class CooperativeBatches:
     """
 
     def __init__(self, graph: Graph, config: TrainConfig, rank: int, world: int) -> None:
-        from gnnforge.distributed import CooperativeSampler, partition_nodes
+        from gnnforge.distributed import CooperativeSampler, cooperation_groups, partition_nodes
         from gnnforge.sampling import (DependentKeys, FeatureStore, LaborSampler,
                                        NeighborSampler)
 
@@ -57,17 +57,21 @@ class CooperativeBatches:
         kind = config.sampler or "neighbor"
         sampler = (LaborSampler(config.fanouts) if kind == "labor"
                    else NeighborSampler(config.fanouts))
-        self.graph, self.config, self.rank, self.world = graph, config, rank, world
+        self.graph, self.config, self.world = graph, config, world
+        # --cooperate local: the processes of one node cooperate, nodes take turns.
+        self.coop = cooperation_groups(config.cooperate)
+        self.rank = self.coop.rank
         train_mask = graph.node_data.get("train_mask") if config.partition == "metis" else None
-        self.owner = partition_nodes(graph, world, config.partition, seed=config.seed,
+        self.owner = partition_nodes(graph, self.coop.size, config.partition, seed=config.seed,
                                      train_mask=train_mask)
-        self.sampler = CooperativeSampler(sampler, self.owner)
+        self.sampler = CooperativeSampler(sampler, self.owner, group=self.coop.group)
         self.keys = DependentKeys(max(config.dependent, 1), seed=config.seed)
         self.store = (FeatureStore(graph.node_data["x"].float(), config.cache_size)
                       if config.cache_size else None)
         self._seeds: list[Tensor] = []
         self._epoch = 0
         self._counts = torch.zeros(4, dtype=torch.float64)  # edges, sent, received, batches
+        self._resumed: dict[str, Any] | None = None  # counters to restore in start_epoch
 
     def start_epoch(self, epoch: int, train_nodes: Tensor) -> int:
         from gnnforge.sampling import NodeSeeds
@@ -78,10 +82,17 @@ class CooperativeBatches:
         self._counts.zero_()
         if self.store is not None:
             self.store.reset_stats()
-        return len(self._seeds)
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and resumed["epoch"] == epoch:  # resuming mid-epoch
+            self._counts.copy_(resumed["counts"])
+            if self.store is not None:
+                self.store.load_state_dict(resumed["store"])
+        return len(self._seeds) // self.coop.count
 
-    def batch(self, index: int) -> CooperativeBatch:
-        """Collective: every process must ask for the same `index`."""
+    def batch(self, step: int) -> CooperativeBatch:
+        """Collective: every process must ask for the same `step`; group g of G takes the
+        global batch step * G + g."""
+        index = step * self.coop.count + self.coop.index
         seeds = self._seeds[index]
         local = seeds[self.owner[seeds] == self.rank]
         key = self.keys[self._epoch * len(self._seeds) + index]
@@ -89,7 +100,8 @@ class CooperativeBatches:
         sent, received = minibatch.remote_rows()
         self._counts += torch.tensor([sum(b.num_edges for b in minibatch.blocks), sent,
                                       received, 1], dtype=torch.float64)
-        return CooperativeBatch(minibatch, int(seeds.numel()))
+        # Each group's loss is divided by G too: the summed gradient is the groups' mean.
+        return CooperativeBatch(minibatch, int(seeds.numel()) * self.coop.count)
 
     def features(self, x: Tensor, input_nodes: Tensor) -> Tensor:
         """[n, F] input features of this process's owned `input_nodes` (cache when enabled)."""
@@ -101,7 +113,7 @@ class CooperativeBatches:
         """Collective: edges sampled and embedding rows exchanged per global batch."""
         totals = self._counts.clone()
         dist.all_reduce(totals)
-        batches = max(float(totals[3]) / self.world, 1.0)
+        batches = max(float(totals[3]) / self.coop.size, 1.0)
         stats = {"sampled_edges_per_batch": float(totals[0]) / batches,
                  "remote_rows_per_batch": float(totals[1]) / batches}
         if self.store is not None:
@@ -109,7 +121,13 @@ class CooperativeBatches:
         return stats
 
     def state_dict(self) -> dict[str, Any]:
-        return {}  # keys are a pure function of (seed, epoch, step)
+        """This process's epoch counters and feature cache (sampling keys are a pure
+        function of (seed, epoch, step)); the engine saves one per process."""
+        return {"epoch": self._epoch, "counts": self._counts.clone(),
+                "store": None if self.store is None else self.store.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        del state
+        if "epoch" in state:  # applied by start_epoch, which resets the counters
+            self._resumed = state
+            if self.store is not None and state["store"] is not None:
+                self.store.load_state_dict(state["store"])

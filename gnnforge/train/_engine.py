@@ -20,8 +20,8 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from gnnforge.plan._auto import PlanPrinter
-from gnnforge.train._checkpoint import capture_rng, load_checkpoint, restore_rng, save_checkpoint
+from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
+                                        load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._log import format_table, write_metrics
 
@@ -80,7 +80,8 @@ def init_distributed() -> tuple[int, int]:
     from gnnforge.distributed import init_from_env
 
     # A generous collective timeout: rank 0 also writes checkpoints and logs between steps.
-    init_from_env(timeout_s=600.0, backend="gloo")
+    # The default backend follows the tensors (gloo for CPU ones, NCCL for CUDA ones).
+    init_from_env(timeout_s=600.0)
     return dist.get_rank(), dist.get_world_size()
 
 
@@ -93,8 +94,10 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     """Train `task` as `config` says; returns the summary (also written to metrics.json)."""
     rank, world = init_distributed()
     out_dir = Path(config.out_dir)
+    if rank == 0:
+        check_out_dir(out_dir)  # before the first epoch, not after it
     torch.manual_seed(config.seed)
-    model = task.build_model()
+    model = task.build_model().to(config.device)  # the task moves its data (--device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
     progress, history, best_state = _Progress(), [], None
@@ -112,7 +115,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     elif world > 1:
         trained = nn.parallel.DistributedDataParallel(model)
     saver = _Saver(path, model, optimizer, task, config, rank, world)
-    report_plans = PlanPrinter()  # the planned layers' choices, once made
+    _plan_model(model, task, printer if rank == 0 else (lambda *_: None))
 
     while progress.epoch < config.epochs and not progress.stopped_early:
         _train_epoch(config, task, trained, optimizer, progress, saver, history, best_state,
@@ -122,23 +125,54 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
             best_state = copy.deepcopy(model.state_dict())
         if rank == 0:
             printer(_epoch_line(row, config.epochs))
-            report_plans(model, printer)
         progress.epoch, progress.step = progress.epoch + 1, 0
         progress.loss_sum, progress.items, progress.seconds = 0.0, 0, 0.0
         saver.save(progress, history, best_state)
         if rank == 0:
             write_metrics(out_dir, history)
     summary = _summary(task, model, best_state, progress, history, config)
+    compiled = getattr(task, "compiled", None)
+    if compiled is not None:  # the counts go to metrics.json and end the output
+        summary["compile"] = dict(zip(("frames", "graph_breaks", "recompiles"),
+                                      compiled.counts()))
     if rank == 0:
-        report_plans(model, printer)
         write_metrics(out_dir, history, summary)
-        printer(format_table(list(summary.items()), f"gnnforge train: {task.name}"))
+        table = [(k, v) for k, v in summary.items() if k != "compile"]
+        printer(format_table(table, f"gnnforge train: {task.name}"))
+        if compiled is not None:
+            printer(compiled.report())
     return summary
+
+
+def _plan_model(model: nn.Module, task: Task, printer) -> None:
+    """Fix every planned layer's composition before the first step, and print it.
+
+    Planned by prediction on the task's `plan_graph()` (the full graph, or the blocks of
+    a fixed first minibatch), never by timing: a resumed run must take the same plans
+    (and so the same float rounding) as an uninterrupted one. A task without a graph to
+    plan on keeps PyG's order.
+    """
+    from gnnforge.plan import optimize, planned_layers
+
+    layers = planned_layers(model)
+    if not layers:
+        return
+    target = getattr(task, "plan_graph", lambda: None)()
+    if target is None:
+        for _, layer in layers:
+            layer.plan = "default"
+        printer("planned layers: PyG's order (this task has no fixed graph to plan on)")
+        return
+    printer(str(optimize(model, target, training=True)))
 
 
 def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank: int,
             world: int):
     state = load_checkpoint(path)
+    missing = [key for key in _CHECKPOINT_KEYS if key not in state]
+    if missing or not isinstance(state["config"], dict):
+        raise CheckpointError(f"{path}: not a gnnforge train checkpoint (missing {missing}); "
+                              "delete it or use another --out-dir")
     if state["config"].get("task") != config.task or state["config"].get("seed") != config.seed:
         raise ValueError(f"--resume: {path} was written by task={state['config'].get('task')!r}"
                          f" seed={state['config'].get('seed')}, not task={config.task!r} "
@@ -150,12 +184,24 @@ def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank:
                          f"--distributed {written[1]}, but this run has {world} with "
                          f"--distributed {config.distributed}; the batch assignment would "
                          "differ, so resume with the same launch (or use another --out-dir)")
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    task.load_state_dict(state["task"])
-    # Every process continues its own random streams (dropout masks differ by rank).
-    restore_rng(state["rng_per_rank"][rank] if "rng_per_rank" in state else state["rng"])
-    return _Progress(**state["progress"]), list(state["history"]), state["best_model"]
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        # Each process restores its own task state (epoch counters, feature cache).
+        task.load_state_dict(state["task_per_rank"][rank] if "task_per_rank" in state
+                             else state["task"])
+        # Every process continues its own random streams (dropout masks differ by rank).
+        restore_rng(state["rng_per_rank"][rank] if "rng_per_rank" in state else state["rng"])
+        return _Progress(**state["progress"]), list(state["history"]), state["best_model"]
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise CheckpointError(f"{path}: does not fit this run ({type(error).__name__}: "
+                              f"{reason}); resume with the options that wrote it, or use "
+                              "another --out-dir") from error
+
+
+# What `_Saver.save` writes and `_resume` reads (plus rng or rng_per_rank).
+_CHECKPOINT_KEYS = ("model", "optimizer", "progress", "history", "best_model", "task", "config")
 
 
 class _Saver:
@@ -172,8 +218,9 @@ class _Saver:
             import torch.distributed as dist
 
             states: list[Any] = [None] * self.world
-            dist.all_gather_object(states, rng)
-            payload["rng_per_rank"] = states
+            dist.all_gather_object(states, (rng, self.task.state_dict()))
+            payload["rng_per_rank"] = [rng_state for rng_state, _ in states]
+            payload["task_per_rank"] = [task_state for _, task_state in states]
         if self.rank != 0:
             return
         payload.update({

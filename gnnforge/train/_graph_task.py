@@ -9,6 +9,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge.graph import Graph, GraphBatch
+from gnnforge.packing import StaticBatch
+from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._packed_split import PackedSplit
 
@@ -24,41 +26,55 @@ def split_indices(count: int, seed: int, fractions=(0.8, 0.1)) -> dict[str, list
             "test": order[val_end:]}
 
 
-def _load(config: TrainConfig) -> tuple[list[Graph], str]:
-    name = config.dataset or "nci-tpsa"
-    if name == "nci-tpsa":
-        from gnnforge.train._nci_tpsa import load_nci_tpsa
+def _load(config: TrainConfig):
+    from gnnforge.train._graph_data import load_graph_data
 
-        graphs, meta = load_nci_tpsa(limit=config.limit)
-        return graphs, meta["target"]
-    from gnnforge.data import load_molecules
-
-    graphs, meta = load_molecules(name, progress=config.progress)
-    if not meta["label_names"]:
-        raise ValueError(f"--dataset {name!r} has no label columns; graph property prediction "
-                         "needs targets (the default 'nci-tpsa' has them)")
-    if config.limit:
-        graphs = graphs[:config.limit]
-    return graphs, f"{', '.join(meta['label_names'])} from {meta['source']}"
+    return load_graph_data(config.dataset or "nci-tpsa", limit=config.limit,
+                           progress=config.progress)
 
 
 class GraphTask:
     """Regression (standardised MSE, reported as MAE in target units) of graph targets `y`
-    (missing values masked by `y_mask` when present), or binary classification when every
-    target is 0 or 1 (BCE, reported as accuracy)."""
+    (missing values masked by `y_mask` when present), binary classification when every
+    target is 0 or 1 (BCE, reported as accuracy), or multi-class classification when `y`
+    is one integer class per graph (cross-entropy, accuracy; the TU sets, reddit10k)."""
 
     name = "graph property prediction (GIN, packed fixed-shape batches)"
     items = "graphs"
 
     def __init__(self, config: TrainConfig, graphs: list[Graph] | None = None,
-                 target: str = "") -> None:
+                 target: str = "", atom_vocabulary=None, bond_vocabulary=None) -> None:
+        from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
+
         if graphs is None:
-            graphs, target = _load(config)
+            data = _load(config)
+            graphs, target = data.graphs, data.target
+            atom_vocabulary, bond_vocabulary = data.atom_vocabulary, data.bond_vocabulary
+        self.atom_vocabulary = tuple(atom_vocabulary or ATOM_FEATURE_DIMS)
+        self.bond_vocabulary = tuple(bond_vocabulary or BOND_FEATURE_DIMS)
         if len(graphs) < 10:
-            raise ValueError(f"graph task: need at least 10 molecules, got {len(graphs)}")
+            raise ValueError(f"graph task: need at least 10 graphs, got {len(graphs)}")
         self.config, self.graphs, self.target = config, graphs, target
         self.splits = split_indices(len(graphs), config.seed)
-        y = torch.stack([g.graph_data["y"] for g in graphs])                 # [G, T]
+        self.loaders = {split: PackedSplit(graphs, indices, config.batch_graphs,
+                                           seed=config.seed, shuffle=split == "train")
+                        for split, indices in self.splits.items()}
+        for split in ("val", "test"):
+            self.loaders[split].plan(0)
+        # --compile: the loss (and its backward) under torch.compile, one graph per pack
+        # shape; evaluation stays eager.
+        self.compiled = CompiledLoss(self._loss_value) if config.compile else None
+        # Packs are built on the CPU; off the CPU (or compiled) a batch reaches the model
+        # as a StaticBatch with every array precomputed, copied over pinned memory.
+        self.device = torch.device(config.device)
+        self._static = config.compile or self.device.type != "cpu"
+        y = torch.stack([g.graph_data["y"] for g in graphs])
+        self.multiclass = y.dim() == 1 and not y.is_floating_point()
+        if self.multiclass:                                                   # [G] classes
+            self.classification, self.num_tasks = True, int(y.max()) + 1
+            self.metric, self.higher_is_better = "val_accuracy", True
+            return
+        y = y.float()                                                         # [G, T]
         mask = torch.stack([_label_mask(g) for g in graphs])
         self.classification = bool(((y == 0) | (y == 1) | ~mask).all())
         train_y = y[self.splits["train"]]
@@ -67,22 +83,21 @@ class GraphTask:
         variance = (((train_y - self.mean) * train_mask) ** 2).sum(0) / \
             train_mask.sum(0).clamp(min=1)
         self.std = variance.sqrt().clamp(min=1e-6)
+        self.mean, self.std = self.mean.to(self.device), self.std.to(self.device)
         self.num_tasks = y.shape[1]
         self.metric = "val_accuracy" if self.classification else "val_mae"
         self.higher_is_better = self.classification
-        self.loaders = {split: PackedSplit(graphs, indices, config.batch_graphs,
-                                           seed=config.seed, shuffle=split == "train")
-                        for split, indices in self.splits.items()}
-        for split in ("val", "test"):
-            self.loaders[split].plan(0)
 
     def build_model(self) -> nn.Module:
-        from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
         from gnnforge.nn import MoleculeGIN
 
-        return MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=self.config.hidden,
-                           num_layers=self.config.layers, num_tasks=self.num_tasks,
-                           pool=self.config.pool, dropout=self.config.dropout)
+        model = MoleculeGIN(self.atom_vocabulary, self.bond_vocabulary,
+                            hidden=self.config.hidden, num_layers=self.config.layers,
+                            num_tasks=self.num_tasks, pool=self.config.pool,
+                            dropout=self.config.dropout)
+        if self.compiled is not None:  # the compiled forward leaves this check to us
+            model.check_inputs(GraphBatch.from_graphs(self.graphs))
+        return model
 
     def start_epoch(self, epoch: int) -> int:
         return len(self.loaders["train"].plan(epoch))
@@ -90,20 +105,39 @@ class GraphTask:
     def batch(self, index: int) -> GraphBatch:
         return self.loaders["train"].batch(index)
 
-    def _targets(self, batch: GraphBatch) -> tuple[Tensor, Tensor]:
+    def _targets(self, batch: GraphBatch | StaticBatch) -> tuple[Tensor, Tensor]:
         mask = batch.graph_data.get("y_mask")
         mask = torch.ones_like(batch.graph_data["y"], dtype=torch.bool) if mask is None else mask
         return batch.graph_data["y"], mask & batch.graph_mask.unsqueeze(1)   # [B, T] each
 
+    def _model_input(self, batch: GraphBatch) -> GraphBatch | StaticBatch:
+        """The batch as the model takes it: on --device, as a StaticBatch when needed."""
+        if not self._static:
+            return batch
+        return StaticBatch.from_batch(batch).to(self.device)
+
     def loss(self, model: nn.Module, batch: GraphBatch) -> tuple[Tensor, int]:
+        # The item count comes from the CPU-side batch: no device synchronisation.
+        real = batch.num_real_graphs
+        if self.compiled is not None:
+            return self.compiled(model, self._model_input(batch)), real
+        return self._loss_value(model, self._model_input(batch)), real
+
+    def _loss_value(self, model: nn.Module, batch: GraphBatch | StaticBatch) -> Tensor:
+        """Mean loss over the real graphs of the batch, masked (no data-dependent shapes,
+        no host reads: compilable)."""
         prediction = model(batch)                                             # [B, T]
+        if self.multiclass:
+            real = batch.graph_mask.to(prediction.dtype)                      # [B]
+            errors = F.cross_entropy(prediction, batch.graph_data["y"].long(), reduction="none")
+            return (errors * real).sum() / real.sum().clamp(min=1)
         y, mask = self._targets(batch)
         if self.classification:
             errors = F.binary_cross_entropy_with_logits(prediction, y, reduction="none")
         else:
             errors = (prediction - (y - self.mean) / self.std) ** 2
         count = mask.sum()
-        return (errors * mask).sum() / count.clamp(min=1), batch.num_real_graphs
+        return (errors * mask).sum() / count.clamp(min=1)
 
     @torch.no_grad()
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
@@ -111,8 +145,14 @@ class GraphTask:
         loader = self.loaders[split]
         total, count = 0.0, 0
         for number in range(len(loader)):
-            batch = loader.batch(number)
+            batch = self._model_input(loader.batch(number))
             prediction = model(batch)
+            if self.multiclass:
+                real = batch.graph_mask
+                total += float((prediction[real].argmax(1) == batch.graph_data["y"][real])
+                               .sum())
+                count += int(real.sum())
+                continue
             y, mask = self._targets(batch)
             if self.classification:
                 score = ((prediction > 0).to(y.dtype) == y).to(y.dtype)
@@ -131,7 +171,7 @@ class GraphTask:
     def describe(self) -> list[tuple[str, Any]]:
         loader = self.loaders["train"]
         return [("dataset", self.config.dataset or "nci-tpsa"), ("target", self.target),
-                ("molecules (train/val/test)",
+                ("graphs (train/val/test)",
                  "/".join(str(len(self.splits[s])) for s in ("train", "val", "test"))),
                 ("batch shape (nodes, edges, slots)", ", ".join(map(str, loader.shape)))]
 

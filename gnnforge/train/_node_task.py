@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge._device import to_device
 from gnnforge.graph import Graph
 from gnnforge.train._config import TrainConfig
 
@@ -36,9 +37,15 @@ def _synthetic_sbm(seed: int) -> Graph:
 
 
 def load_node_dataset(name: str, seed: int = 0) -> tuple[Graph, str]:
-    """(graph with node data x, y, train/val/test masks, description) for `name`."""
-    if name == "sbm":
+    """(graph with node data x, y, train/val/test masks, description) for `name`: a
+    node-labelled graph of the dataset registry or 'sbm' (generated, labelled)."""
+    if name.lower() == "sbm":
         return _synthetic_sbm(seed), "synthetic 4-block SBM (2,000 nodes), noisy features"
+    if name.lower() not in ("cora", "citeseer", "pubmed"):
+        from gnnforge.train._node_data import labelled_graph
+
+        return labelled_graph(name, seed)
+    name = name.lower()
     from gnnforge.data import read_planetoid, shared_datasets_dir
 
     root = shared_datasets_dir()
@@ -75,7 +82,13 @@ class NodeTask:
         self.train_nodes = torch.nonzero(graph.node_data["train_mask"]).flatten()
         self.name = f"node classification ({config.mode}-graph {config.model.upper()})"
         self.sampled = config.mode == "sampled"
+        self.device = torch.device(config.device)
+        # The sampler reads the CPU graph; full-graph steps and evaluation use `device_graph`.
+        self.device_graph = graph.to(self.device) if self.device.type != "cpu" else graph
         self.inputs = self._model_inputs(config)
+        self.device_inputs = (self.inputs if self.device.type == "cpu"
+                              else self.inputs.to(self.device))
+        self.y_device = self.y.to(self.device)
         # Read by the engine: every process takes its share of every batch.
         self.cooperative = config.distributed == "cooperative"
         self._order = self.train_nodes
@@ -85,9 +98,10 @@ class NodeTask:
     def _model_inputs(self, config: TrainConfig) -> Tensor | Any:
         """x as the model takes it: SparseFeatures when mostly zero and a path supports it."""
         density = int(torch.count_nonzero(self.x)) / max(self.x.numel(), 1)
-        # The feature cache and the cooperative exchange move dense rows.
+        # The feature cache and the cooperative exchange move dense rows; off the CPU the
+        # input is dense too (SparseFeatures' kernels are the CPU ones).
         if density >= SPARSE_INPUT_DENSITY or config.cache_size \
-                or config.distributed == "cooperative":
+                or config.distributed == "cooperative" or config.device != "cpu":
             return self.x
         from gnnforge.nn import SparseFeatures
 
@@ -114,6 +128,18 @@ class NodeTask:
                               num_layers=self.config.layers, conv=self.config.model,
                               dropout=self.config.dropout)
 
+    def plan_graph(self) -> Any:
+        """What the planner plans the model on (`_engine._plan_model`): the full graph, or
+        the blocks of a fixed minibatch (the first training nodes, a seeded sampler);
+        None for cooperative runs (every process must take the same plan)."""
+        if not self.sampled:
+            return self.graph
+        if self.cooperative:
+            return None
+        seeds = self.train_nodes[: self.config.batch_size]
+        return self.sampler.sampler.sample(self.graph, seeds,
+                                           generator=torch.Generator().manual_seed(0))
+
     def start_epoch(self, epoch: int) -> int:
         if self.sampled:
             return self.sampler.start_epoch(epoch, self.train_nodes)
@@ -131,19 +157,23 @@ class NodeTask:
             return loss / batch.global_size, batch.global_size
         if self.sampled:
             blocks, input_nodes, seeds = batch
-            logits = model(blocks, self.sampler.features(self.inputs, input_nodes))
-            return F.cross_entropy(logits, self.y[seeds]), int(seeds.numel())
-        logits = model(self.graph, self.inputs)
-        nodes = self.train_nodes
-        return F.cross_entropy(logits[nodes], self.y[nodes]), int(nodes.numel())
+            features = self.sampler.features(self.inputs, input_nodes)   # gathered on CPU
+            if self.device.type != "cpu":
+                blocks = [block.to(self.device) for block in blocks]
+                features, seeds = to_device(features, self.device), seeds.to(self.device)
+            logits = model(blocks, features)
+            return F.cross_entropy(logits, self.y_device[seeds]), int(seeds.numel())
+        logits = model(self.device_graph, self.device_inputs)
+        nodes = self.train_nodes.to(self.device)
+        return F.cross_entropy(logits[nodes], self.y_device[nodes]), int(nodes.numel())
 
     @torch.no_grad()
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         model.eval()
-        logits = model(self.graph, self.inputs)  # inference on the full graph
+        logits = model(self.device_graph, self.device_inputs)  # inference on the full graph
         model.train()
-        mask = self.graph.node_data[f"{split}_mask"]
-        correct = (logits[mask].argmax(1) == self.y[mask]).float().mean()
+        mask = self.device_graph.node_data[f"{split}_mask"]
+        correct = (logits[mask].argmax(1) == self.y_device[mask]).float().mean()
         return {f"{split}_accuracy": float(correct)}
 
     def epoch_stats(self) -> dict[str, float]:

@@ -43,6 +43,7 @@ class SampledBatches:
         self._epoch = 0
         self._edges = 0
         self._batches = 0
+        self._resumed: dict[str, Any] | None = None  # counters to restore in start_epoch
 
     def start_epoch(self, epoch: int, train_nodes: Tensor) -> int:
         from gnnforge.sampling import NodeSeeds
@@ -53,6 +54,11 @@ class SampledBatches:
         self._edges = self._batches = 0
         if self.store is not None:
             self.store.reset_stats()
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and resumed["epoch"] == epoch:  # resuming mid-epoch
+            self._edges, self._batches = resumed["edges"], resumed["batches"]
+            if self.store is not None:
+                self.store.load_state_dict(resumed["store"])
         return len(self._seeds)
 
     def batch(self, index: int) -> tuple[list[Any], Tensor, Tensor]:
@@ -81,8 +87,15 @@ class SampledBatches:
         return stats
 
     def state_dict(self) -> dict[str, Any]:
-        # The feature cache changes only hit/miss counts, never values, so it is not saved.
-        return {"generator": self.generator.get_state()}
+        # The epoch's counters and the feature cache's contents decide the per-epoch
+        # statistics (sampled edges per batch, cache miss rate), so they are saved too.
+        return {"generator": self.generator.get_state(), "epoch": self._epoch,
+                "edges": self._edges, "batches": self._batches,
+                "store": None if self.store is None else self.store.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generator.set_state(state["generator"])
+        if "epoch" in state:  # applied by start_epoch, which resets the counters
+            self._resumed = state
+            if self.store is not None and state["store"] is not None:
+                self.store.load_state_dict(state["store"])

@@ -1,6 +1,6 @@
 """VarMisuse: GGNN encoder + linear readout over candidate nodes, trained sparse or banded.
 
-The model embeds each node's label and role, runs `GatedGraphConv` for T steps and scores
+The model embeds each node's label and role, runs `GGNNConv` for T steps and scores
 every candidate node with one linear layer; a softmax over each example's candidates gives
 the prediction. One set of parameters runs on either backend, so a model trained with
 banded propagation (RCM-reordered supergraphs, out-of-band edges dropped) is evaluated on
@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from gnnforge.banded import BandedBlocks, compile_blocks, compile_dataset, supergraph_batch
 from gnnforge.data import program_graphs
 from gnnforge.graph import GraphBatch
-from gnnforge.nn import GatedGraphConv
+from gnnforge.nn import GGNNConv
 from gnnforge.train._varmisuse_data import (
     ROLE_CANDIDATE,
     VARMISUSE_EDGE_TYPES,
@@ -79,7 +79,7 @@ class VarMisuseModel(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(num_labels, hidden)
         self.role = nn.Embedding(3, hidden)
-        self.encoder = GatedGraphConv(hidden, num_steps, num_edge_types)
+        self.encoder = GGNNConv(hidden, num_steps, num_edge_types)
         # No bias: a softmax over candidates ignores a shared shift, so its gradient is
         # rounding noise that Adam would scale up to full-size steps.
         self.readout = nn.Linear(hidden, 1, bias=False)
@@ -121,13 +121,13 @@ def _structure(batch: GraphBatch, backend: str, compiled) -> GraphBatch | Banded
 
 
 def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
-             compiled) -> tuple[float, float]:
+             compiled, progress: bool = False, desc: str = "evaluate") -> tuple[float, float]:
     """(accuracy, chance accuracy) over the batches; NaN for an empty split."""
     correct = total = 0
     chance = 0.0
     model.eval()
     with torch.no_grad():
-        for batch in batches:
+        for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
             scores = model(batch, _structure(batch, backend, compiled))
             _, hits, count = candidate_loss(scores, batch)
             correct += hits
@@ -206,9 +206,12 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
         model = _train(config, examples.num_labels, steps, backend, compiled["train"],
                        list(range(len(compiled["train"].supergraphs))), rank, world)
         row = dict(train_backend=backend, num_steps=steps)
+        show = config.progress and rank == 0
         for name in ("valid", "test"):
-            row[f"{name}_sparse"], _ = evaluate(model, batches[name], "sparse", compiled[name])
-            row[f"{name}_banded"], _ = evaluate(model, batches[name], "banded", compiled[name])
+            for kind in ("sparse", "banded"):
+                row[f"{name}_{kind}"], _ = evaluate(
+                    model, batches[name], kind, compiled[name], show,
+                    f"{backend} T={steps}: {name} accuracy, {kind} propagation")
         rows.append(row)
         if config.sync_file and backend == config.backends[0] and steps == config.num_steps:
             _save_parameters(model, f"{config.sync_file}.rank{rank}")

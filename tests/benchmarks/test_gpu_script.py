@@ -30,3 +30,18 @@ def test_unknown_section_is_named():
                             timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2
     assert "'warp'" in result.stdout
+
+
+@pytest.mark.slow
+def test_cpu_dry_run_prints_every_row_without_errors():
+    """The GPU script's own plumbing (peers, tables, training models) on tiny CPU inputs."""
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"),
+                             "--cpu-dry-run", "--sections", "spmm,kernels,train",
+                             "--repeats", "1", "--warmup", "0"],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    # header + rows: copy_u_sum (fwd, fwd+bwd), five other kernels, three models
+    assert len(rows) == (1 + 2) + (1 + 5) + (1 + 3), result.stdout
+    assert "error:" not in result.stdout and "failed" not in result.stdout, result.stdout

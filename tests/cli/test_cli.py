@@ -96,3 +96,23 @@ def test_a_user_error_while_running_is_one_line(capsys):
     assert main(["sample", "--graph", "no-such-graph", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gnnforge sample: error: --graph: no dataset")
+
+
+def test_train_says_what_it_starts_before_torch_loads(capsys):
+    assert main(["train", "--task", "node", "--slots", "512"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "gnnforge train --task node: loading torch and the data..."
+    assert err[-1] == "gnnforge train: error: --slots applies to --task varmisuse only " \
+                      "(got --task node)"
+    assert main(["train", "--task", "node", "--slots", "512", "--no-progress"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_no_progress_reaches_nested_subcommands():
+    parser = argparse.ArgumentParser()
+    load_command(COMMANDS["plan"]).configure(parser)
+    add_progress_flag(parser)
+    assert parser.parse_args(["profile", "--no-progress"]).progress is False
+    assert parser.parse_args(["--no-progress", "profile"]).progress is False
+    assert parser.parse_args(["profile"]).progress is None
+    abandon_deferred()

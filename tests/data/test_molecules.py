@@ -146,3 +146,13 @@ def test_shared_moleculenet_files(datasets_dir):
     assert np.isnan(labels).any()  # tox21 has missing labels
     graphs, meta = load_molecules(files["SAMPL"], progress=False)
     assert len(graphs) == 642 and meta["num_invalid"] == 0
+
+
+def test_shared_file_names_resolve_like_the_listing(datasets_dir):
+    """`train --dataset delaney-processed` (docs/training.md) names a shared file."""
+    from gnnforge.data._molecules import _resolve, molecule_files
+
+    files = molecule_files(datasets_dir)
+    assert _resolve("delaney-processed") == files["delaney-processed"]
+    with pytest.raises(FileNotFoundError, match="a shared molecule file name"):
+        _resolve("no-such-molecules")

@@ -15,7 +15,7 @@ def toy_root(tmp_path):
     (root / "snap").mkdir(parents=True)
     (root / "snap" / "toy-edges.txt.gz").write_bytes(gzip.compress(b"# Nodes: 4\n0 1\n1 2\n2 2\n"))
     (root / "snap" / "ligra.txt").write_text("AdjacencyGraph\n2\n1\n0\n1\n1\n")
-    (root / "snap" / "smiles.txt").write_text("CCO\nc1ccccc1\n")  # not a graph file
+    (root / "snap" / "smiles.txt").write_text("CCO\nc1ccccc1\n")  # a molecule set, not edges
     (root / "mm").mkdir()
     (root / "mm" / "road.mtx").write_text(
         "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n"
@@ -32,7 +32,8 @@ def toy_root(tmp_path):
 
 def test_discovery_names_and_formats(toy_root):
     found = {s.name: s.fmt for s in discover_datasets(toy_root)}
-    assert found == {"toy-edges": "edges", "ligra": "ligra", "road": "mtx", "toy": "tu"}
+    assert found == {"toy-edges": "edges", "ligra": "ligra", "road": "mtx", "toy": "tu",
+                     "smiles": "smiles"}
 
 
 def test_load_dataset_caches_and_reports(toy_root, monkeypatch):
@@ -73,7 +74,10 @@ def test_builtins_take_generator_options():
     }
 
 
-def test_cli_lists_a_root_with_real_statistics(toy_root, capsys):
+def test_cli_lists_a_root_with_real_statistics(toy_root, capsys, monkeypatch):
+    # Two small built-ins: the full set parses 5,000 molecules and 200 source files on a
+    # cold cache (about 45 s on a busy machine) for rows this test does not read.
+    monkeypatch.setattr(_registry, "builtin_sources", _small_builtins)
     assert main(["datasets", "--root", str(toy_root)]) == 0
     out = capsys.readouterr().out
     lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}

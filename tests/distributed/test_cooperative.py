@@ -11,6 +11,7 @@ from gnnforge.data import rmat
 from gnnforge.distributed import (CooperativeSampler, PeerError, all_to_all_ids, edge_cut,
                                   partition_nodes, spawn)
 from gnnforge.sampling import BlockSAGE, DependentKeys, LaborSampler, NeighborSampler
+from tests._timeouts import SPAWN_TIMEOUT_S
 
 pytestmark = pytest.mark.distributed
 
@@ -82,12 +83,12 @@ def _check(results, sampler_name):
 
 
 def test_one_process_equals_single_process():
-    _check(spawn(_cooperative_step, 1, args=("ns",), timeout_s=60), "ns")
+    _check(spawn(_cooperative_step, 1, args=("ns",), timeout_s=SPAWN_TIMEOUT_S), "ns")
 
 
 @pytest.mark.parametrize("sampler_name", ["ns", "labor"])
 def test_two_processes_equal_single_process(sampler_name):
-    results = spawn(_cooperative_step, 2, args=(sampler_name,), timeout_s=60)
+    results = spawn(_cooperative_step, 2, args=(sampler_name,), timeout_s=SPAWN_TIMEOUT_S)
     _check(results, sampler_name)
     sent = [r.value[3][0] for r in results]
     received = [r.value[3][1] for r in results]
@@ -110,7 +111,8 @@ def _dies_or_hangs(rank, world_size, mode):
 
 
 def test_dead_peer_raises_clear_error():
-    results = spawn(_dies_or_hangs, 2, args=("die",), timeout_s=40, collective_timeout_s=5)
+    results = spawn(_dies_or_hangs, 2, args=("die",), timeout_s=SPAWN_TIMEOUT_S,
+                    collective_timeout_s=5)
     assert results[1].exitcode == 3, results
     assert results[0].error is None, results[0].error
     message, elapsed = results[0].value
@@ -120,7 +122,8 @@ def test_dead_peer_raises_clear_error():
 
 @pytest.mark.slow
 def test_hung_peer_times_out_with_clear_error():
-    results = spawn(_dies_or_hangs, 2, args=("hang",), timeout_s=40, collective_timeout_s=2)
+    results = spawn(_dies_or_hangs, 2, args=("hang",), timeout_s=SPAWN_TIMEOUT_S,
+                    collective_timeout_s=2)
     assert results[0].error is None, results[0].error
     message, elapsed = results[0].value
     assert "did not answer within" in message and elapsed < 8

@@ -1,93 +1,81 @@
-"""GatedGraphConv: banded == sparse with shared parameters, PyG equivalence, errors."""
+"""GatedGraphConv (PyG's layer: one weight per step) equals torch_geometric's for the same
+weights, forward and every gradient, for each aggregator, with and without edge weights;
+old GGNN-style calls are told where that layer went."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from gnnforge import Graph
-from gnnforge._compat import available
-from gnnforge.banded import compile_blocks
-from gnnforge.nn import GatedGraphConv
+from gnnforge.graph import Graph
+from gnnforge.nn import GatedGraphConv, GGNNConv
+from .test_layers_pyg import GRAPHS, random_graph
+
+pyg = pytest.importorskip("torch_geometric.nn")
 
 
-def _random_graph(n, e, types, band, seed):
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, n, (e,), generator=g)
-    dst = (src + torch.randint(-band, band + 1, (e,), generator=g)).clamp(0, n - 1)
-    return Graph(src, dst, n, edge_type=torch.randint(0, types, (e,), generator=g))
-
-
-def _layer(hidden, steps, types, seed):
+def _pair(aggr, bias, seed=0):
     torch.manual_seed(seed)
-    layer = GatedGraphConv(hidden, steps, types)
-    with torch.no_grad():
-        layer.bias.normal_()  # non-zero biases, so the in-degree term is exercised
-    return layer
+    ours = GatedGraphConv(6, 3, aggr=aggr, bias=bias).double()
+    theirs = pyg.GatedGraphConv(6, 3, aggr=aggr, bias=bias).double()
+    theirs.load_state_dict(ours.state_dict())
+    return ours, theirs
 
 
-def _padded(graph, slots):
-    return Graph._trusted(graph.src, graph.dst, slots, graph.edge_type)
+def _grads(module, x, run):
+    x = x.clone().requires_grad_(True)
+    out = run(module, x)
+    (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
+    grads = [x.grad] + [p.grad.clone() for p in module.parameters()]
+    module.zero_grad()
+    return out, grads
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_banded_equals_sparse_forward_and_backward(seed):
-    graph = _random_graph(70, 300, 3, 7, seed)  # bandwidth <= 7 < S = 8
-    blocks = compile_blocks(graph, 8, 3)
-    assert blocks.num_dropped == 0
-    layer = _layer(16, 3, 3, seed)
-    x = torch.randn(blocks.num_slots, 10, generator=torch.Generator().manual_seed(seed))
-    sparse = layer(x, _padded(graph, blocks.num_slots))
-    sparse_grads = torch.autograd.grad(sparse.square().sum(), list(layer.parameters()))
-    banded = layer(x, blocks)
-    banded_grads = torch.autograd.grad(banded.square().sum(), list(layer.parameters()))
-    assert float((banded - sparse).norm() / sparse.norm()) < 1e-5
-    for a, b in zip(banded_grads, sparse_grads):
-        assert float((a - b).norm() / b.norm().clamp_min(1e-12)) < 1e-4
+@pytest.mark.parametrize("shape", GRAPHS)
+@pytest.mark.parametrize("aggr", ["add", "mean", "max"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_equals_pyg_forward_and_backward(shape, aggr, weighted, bias):
+    graph = random_graph(*shape, num_types=2)   # edge types are ignored, as in PyG
+    ours, theirs = _pair(aggr, bias)
+    generator = torch.Generator().manual_seed(shape[0])
+    x = torch.randn(graph.num_nodes, 4, generator=generator, dtype=torch.float64)
+    weight = torch.rand(graph.num_edges, generator=generator, dtype=torch.float64) + 0.5
+    weight = weight if weighted else None
+    index = torch.stack([graph.src, graph.dst])
+    got, got_grads = _grads(ours, x, lambda m, h: m(graph, h, weight))
+    want, want_grads = _grads(theirs, x, lambda m, h: m(h, index, weight))
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    for a, b in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
-def test_out_of_band_edges_match_sparse_on_kept_edges():
-    graph = _random_graph(40, 200, 2, 20, 5)
-    blocks = compile_blocks(graph, 8, 2)
-    assert blocks.num_dropped > 0
-    keep = torch.nonzero(blocks.kept).flatten()
-    kept = Graph._trusted(graph.src[keep], graph.dst[keep], blocks.num_slots, graph.edge_type[keep])
-    layer = _layer(8, 2, 2, 0)
-    x = torch.randn(blocks.num_slots, 8)
-    assert torch.allclose(layer(x, blocks), layer(x, kept), atol=1e-5)
-    assert not torch.allclose(layer(x, blocks), layer(x, _padded(graph, 40)), atol=1e-3)
+def test_graph_edge_weights_are_used():
+    graph = random_graph(3, 30, 120)
+    weight = torch.rand(graph.num_edges, dtype=torch.float64)
+    ours, theirs = _pair("add", True)
+    x = torch.randn(30, 6, dtype=torch.float64)
+    weighted = Graph(graph.src, graph.dst, 30, edge_data={"edge_weight": weight})
+    torch.testing.assert_close(ours(weighted, x),
+                               theirs(x, torch.stack([graph.src, graph.dst]), weight))
 
 
-def test_zero_steps_returns_padded_input_and_errors():
-    layer = GatedGraphConv(6, 0, 2)
-    graph = Graph([0], [1], 3, edge_type=[1])
-    x = torch.randn(3, 4)
-    out = layer(x, graph)
-    assert torch.equal(out[:, :4], x) and torch.equal(out[:, 4:], torch.zeros(3, 2))
-    with pytest.raises(ValueError, match=r"\[3, F<=6\]"):
-        layer(torch.randn(3, 7), graph)
-    with pytest.raises(ValueError, match="2 edge types"):
-        GatedGraphConv(6, 1, 3)(torch.randn(4, 6), compile_blocks(graph, 2, 2))
-    with pytest.raises(TypeError, match="BandedBlocks"):
-        layer(x, "graph")
-    with pytest.raises(ValueError, match="num_steps"):
-        GatedGraphConv(6, -1)
+def test_old_ggnn_calls_are_redirected():
+    with pytest.raises(TypeError, match="GGNNConv"):
+        GatedGraphConv(16, 4, 3)                       # (hidden, steps, num_edge_types)
+    with pytest.raises(TypeError, match="GGNNConv"):
+        GatedGraphConv(16, 4, num_edge_types=3)
+    graph = Graph([0], [1], 2)
+    with pytest.raises(TypeError, match="layer\\(graph, x\\)"):
+        GatedGraphConv(4, 1)(torch.randn(2, 4), graph)
+    assert GGNNConv(4, 1, 2)(torch.randn(2, 4), Graph([0], [1], 2, edge_type=[1])).shape == (2, 4)
 
 
-@pytest.mark.skipif(not available("torch_geometric"), reason="torch_geometric not installed")
-def test_sparse_equals_pyg_single_edge_type():
-    """PyG: one weight per step, no message bias. Ours shares W across steps and has a bias:
-    copy our W into every PyG step, zero our bias, share the GRU."""
-    from torch_geometric.nn import GatedGraphConv as PygGatedGraphConv
-
-    graph = _random_graph(30, 120, 1, 30, 3)
-    torch.manual_seed(0)
-    ours = GatedGraphConv(16, 4, 1).double()
-    theirs = PygGatedGraphConv(16, 4, aggr="add").double()
-    with torch.no_grad():
-        ours.bias.zero_()
-        theirs.weight.copy_(ours.weight[0].expand(4, 16, 16))
-        theirs.rnn.load_state_dict(ours.gru.state_dict())
-    x = torch.randn(30, 11, dtype=torch.float64)
-    expected = theirs(x, torch.stack([graph.src, graph.dst]))
-    assert torch.allclose(ours(x, Graph(graph.src, graph.dst, 30)), expected, atol=1e-12)
+def test_bad_inputs_name_the_problem():
+    graph = Graph([0, 1], [1, 0], 2)
+    with pytest.raises(ValueError, match="more than out_channels=4"):
+        GatedGraphConv(4, 1)(graph, torch.randn(2, 5))
+    with pytest.raises(ValueError, match=r"edge_weight must have shape \[num_edges=2\]"):
+        GatedGraphConv(4, 1)(graph, torch.randn(2, 4), torch.ones(3))
+    with pytest.raises(ValueError, match="aggr must be one of"):
+        GatedGraphConv(4, 1, aggr="median")

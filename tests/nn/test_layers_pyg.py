@@ -176,3 +176,46 @@ def test_bad_inputs_name_the_problem():
         RGCNConv(3, 3, num_relations=2)(random_graph(2, 7, 20, num_types=3), torch.zeros(7, 3))
     with pytest.raises(ValueError, match="no edge_type"):
         RGCNConv(3, 3, num_relations=2)(Graph([0], [1], 2), torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize("shape", GRAPHS[1:])
+@pytest.mark.parametrize("layer", ["sage", "rgcn", "gin"])
+def test_aggr_add_is_pygs_name_for_sum(shape, layer):
+    graph = random_graph(*shape, num_types=2)
+    x = features(shape[0], graph.num_nodes, 5)
+    make = {
+        "sage": lambda aggr: (SAGEConv(5, 3, aggr=aggr), pyg.SAGEConv(5, 3, aggr=aggr), ()),
+        "rgcn": lambda aggr: (RGCNConv(5, 3, 2, aggr=aggr), pyg.RGCNConv(5, 3, 2, aggr=aggr),
+                              (graph.edge_type,)),
+        "gin": lambda aggr: (GINConv(mlp(5, 3), aggr=aggr), pyg.GINConv(mlp(5, 3), aggr=aggr),
+                             ()),
+    }[layer]
+    ours, theirs, extra = make("add")
+    theirs.load_state_dict(ours.state_dict())
+    expected = theirs(x, edge_index(graph), *extra)
+    torch.testing.assert_close(ours(graph, x), expected, atol=ATOL, rtol=0)
+    summed, _, _ = make("sum")
+    summed.load_state_dict(ours.state_dict())
+    torch.testing.assert_close(summed(graph, x), ours(graph, x))
+
+
+@pytest.mark.parametrize("gin_aggr", ["mean", "max"])
+def test_gin_other_aggregators_equal_pyg(gin_aggr):
+    graph = random_graph(3, 30, 120)
+    ours, theirs = GINConv(mlp(5, 3), aggr=gin_aggr), pyg.GINConv(mlp(5, 3), aggr=gin_aggr)
+    theirs.load_state_dict(ours.state_dict())
+    x = features(3, 30, 5)
+    torch.testing.assert_close(ours(graph, x), theirs(x, edge_index(graph)), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("widths", [(6, 4), (4, 6)])   # both evaluation orders
+def test_rgcn_mean_is_exact_in_float64_after_float32(widths):
+    graph = random_graph(3, 30, 120, num_types=3)
+    ours = RGCNConv(*widths, num_relations=3, aggr="mean")
+    theirs = pyg.RGCNConv(*widths, num_relations=3, aggr="mean")
+    theirs.load_state_dict(ours.state_dict())
+    x = features(3, 30, widths[0])
+    ours(graph, x)                                  # caches its view in float32 first
+    ours, theirs = ours.double(), theirs.double()
+    expected = theirs(x.double(), edge_index(graph), graph.edge_type)
+    torch.testing.assert_close(ours(graph, x.double()), expected, atol=1e-13, rtol=1e-12)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnnforge.nn import GATConv, GATv2Conv, GCNConv, SGConv, TAGConv
+from gnnforge.nn import GATConv, GATv2Conv, GCNConv, SAGEConv, SGConv, TAGConv
 from gnnforge.plan import candidates, enumerate_compositions
 from .planned_graphs import random_block, random_graphs
 
@@ -45,6 +45,11 @@ def _pairs():
          lambda: pyg.GATv2Conv(6, 4, heads=2, share_weights=True)),
         ("gatv2-nobias", lambda: GATv2Conv(6, 4, bias=False),
          lambda: pyg.GATv2Conv(6, 4, bias=False)),
+        ("sage-mean", lambda: SAGEConv(6, 4), lambda: pyg.SAGEConv(6, 4)),
+        ("sage-sum-wide", lambda: SAGEConv(6, 9, aggr="sum"),
+         lambda: pyg.SAGEConv(6, 9, aggr="sum")),
+        ("sage-noroot-nobias", lambda: SAGEConv(6, 4, root_weight=False, bias=False),
+         lambda: pyg.SAGEConv(6, 4, root_weight=False, bias=False)),
     ]
 
 

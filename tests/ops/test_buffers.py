@@ -16,6 +16,7 @@ import gnnforge.ops as ops
 from gnnforge.graph import Graph
 from gnnforge.ops._buffers import MIN_POOLED_BYTES, BufferPool
 from gnnforge.ops._native import available
+from tests.isolated import run_isolated
 
 ROWS, WIDTH = 4096, 128  # 2 MiB of float32: pooled
 
@@ -88,9 +89,9 @@ def test_free_bytes_stay_under_the_cap_and_clear_drops_them():
     pool = BufferPool(cap_bytes=5 * 2**20)
     tensors = [pool.empty((ROWS, WIDTH), torch.float32) for _ in range(4)]  # 4 x 2+ MiB
     del tensors
-    assert 0 < pool._free_bytes <= 5 * 2**20
+    assert 0 < pool.statistics()["free_bytes"] <= 5 * 2**20
     pool.clear()
-    assert pool._free_bytes == 0
+    assert pool.statistics()["free_bytes"] == 0
     pool.empty((ROWS, WIDTH), torch.float32)
     assert pool.misses == 5
 
@@ -133,3 +134,51 @@ def test_native_outputs_from_the_pool_equal_the_reference():
     assert statistics["lent_buffers"] == before["lent_buffers"]
     ops.empty_cache()
     assert ops.buffer_pool_statistics()["free_bytes"] == 0
+
+
+# ----------------------------------------------------------------------------- GC safety
+
+_GC_DURING_TAKE = """
+import gc, threading
+import torch
+from gnnforge.ops._buffers import BufferPool
+
+class CollectingLock:
+    '''The pool's lock, running the cyclic GC right after each acquire: what CPython does
+    when an allocation made while the lock is held crosses the GC threshold.'''
+    def __init__(self):
+        self.lock = threading.Lock()
+    def acquire(self, *args, **kwargs):
+        taken = self.lock.acquire(*args, **kwargs)
+        gc.collect()
+        return taken
+    def release(self):
+        self.lock.release()
+    def __enter__(self):
+        self.acquire()
+        return self
+    def __exit__(self, *exc):
+        self.release()
+
+pool = BufferPool(cap_bytes=64 * 2**20)
+pool._lock = CollectingLock()
+class Holder:
+    pass
+holder = Holder()
+holder.cycle = holder                     # only the cyclic GC can free it
+holder.out = pool.empty((4096, 128), torch.float32)
+address = holder.out.data_ptr()
+del holder
+gc.disable()                              # nothing collects it before _take does
+again = pool.empty((4096, 128), torch.float32)
+print("OK", pool.hits, again.data_ptr() == address)
+"""
+
+
+def test_a_buffer_freed_by_the_gc_inside_take_does_not_deadlock():
+    """The GC returning a pooled buffer while `_take` holds the lock used to block forever
+    on that (non-reentrant) lock; returns are now queued and drained under the lock."""
+    result = run_isolated(_GC_DURING_TAKE, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["OK", "1", "True"]  # the queued buffer was reused
+

@@ -14,6 +14,7 @@ import torch
 from ._backends import CPU_FAST
 from .conftest import random_graph
 from gnnforge.graph import Graph
+import gnnforge.nn  # noqa: F401  (registers the fused GINE ops)
 from gnnforge.ops._generic import _arrays
 
 BACKENDS = [*CPU_FAST, "torch"]
@@ -28,7 +29,8 @@ SDDMM_CASES = [(op, targets)
 # The Triton backend's ops (and gspmm/gsddmm on it) are opchecked in test_triton.py, which
 # runs them through Triton's interpreter.
 TRITON_OPS = {"gnnforge::triton_edge_softmax", "gnnforge::triton_edge_softmax_grad"}
-COVERED = {"gnnforge::gspmm", "gnnforge::gsddmm", *TRITON_OPS}
+COVERED = {"gnnforge::gspmm", "gnnforge::gsddmm", "gnnforge::gine_message_sum",
+           "gnnforge::gine_message_sum_backward", *TRITON_OPS}
 
 
 def _operands(graph, op: str, seed: int, grad: bool = True, heads: int = 2, width: int = 3):
@@ -90,6 +92,23 @@ def test_gsddmm_passes_opcheck(backend, op, targets):
                       dtype=torch.float64, requires_grad=True)
     torch.library.opcheck(torch.ops.gnnforge.gsddmm.default,
                           (arrays, lhs, rhs, op, *targets, backend))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_gine_ops_pass_opcheck(dtype):
+    graph = random_graph("square", seed=8, num_edges=40)
+    rowptr, col, eids = graph.csr(torch.int32)
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(graph.num_nodes, 5, generator=generator, dtype=dtype, requires_grad=True)
+    table = torch.randn(7, 5, generator=generator, dtype=dtype, requires_grad=True)
+    weight = torch.tensor([1.5], dtype=dtype, requires_grad=True)
+    code = torch.randint(0, 7, (graph.num_edges,), generator=generator)
+    torch.library.opcheck(torch.ops.gnnforge.gine_message_sum.default,
+                          (x, table, weight, code, rowptr, col, eids))
+    grad = torch.randn(graph.num_nodes, 5, generator=generator, dtype=dtype)
+    torch.library.opcheck(torch.ops.gnnforge.gine_message_sum_backward.default,
+                          (grad, x.detach(), table.detach(), weight.detach(), code, rowptr,
+                           col, eids))
 
 
 def test_max_without_recorded_winners_refuses_a_backward():

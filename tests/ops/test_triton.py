@@ -12,9 +12,12 @@ combined) is reached with a hub row longer than a piece and with a tiny piece si
 from __future__ import annotations
 
 import os
+from unittest import mock
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -179,6 +182,22 @@ def _to(tensor):
     return None if tensor is None else tensor.to(DEVICE)
 
 
+def test_row_schedule_known_answer_and_cache():
+    """Rows of degree 2, 0, 5 in pieces of 2: the third row becomes three items whose
+    partials go to scratch rows 0-2; unused slots hold -1. Built once per rowptr."""
+    from gnnforge.ops._triton._schedule import cached_row_schedule
+    rowptr = torch.tensor([0, 2, 2, 7], device=DEVICE)
+    schedule = cached_row_schedule(rowptr, 7, 2)
+    expected = dict(item_row=[0, 1, 2, 2, 2, -1], item_start=[0, 2, 2, 4, 6, 8],
+                    item_slot=[-1, -1, 0, 1, 2, -1], split_rows=[2, -1], first_slot=[0, 0, 0])
+    for field, values in expected.items():
+        assert getattr(schedule, field).tolist() == values, field
+    assert schedule.num_slots == 7                          # the bound 2 * 7 // 2
+    assert cached_row_schedule(rowptr, 7, 2) is schedule
+    rowptr[1:] = torch.tensor([0, 0, 7])                    # changed in place: rebuilt
+    assert cached_row_schedule(rowptr, 7, 2).item_row.tolist() == [0, 1, 2, 2, 2, 2]
+
+
 def test_infinite_extremes_still_record_a_winner():
     """All messages -inf: the value is -inf and the first entry still wins (the gradient
     then reaches one source, where the reference would share it among the ties)."""
@@ -186,6 +205,30 @@ def test_infinite_extremes_still_record_a_winner():
     rowptr, col, eids = graph.csr(torch.int32)
     x = torch.full((graph.num_nodes, 2), float("-inf"))
     _compare_with_cpu(rowptr, col, eids, x, None, "copy_lhs", "max", torch.float32)
+
+
+@st.composite
+def _graphs_and_pieces(draw):
+    num_nodes = draw(st.integers(1, 8))
+    num_edges = draw(st.integers(0, 30))
+    ends = st.lists(st.integers(0, num_nodes - 1), min_size=num_edges, max_size=num_edges)
+    graph = Graph(torch.tensor(draw(ends), dtype=torch.int64),
+                  torch.tensor(draw(ends), dtype=torch.int64), num_nodes).to(DEVICE)
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    x = torch.randn(num_nodes, draw(st.integers(1, 3)), generator=generator)
+    return graph, x.to(DEVICE).requires_grad_(), draw(st.integers(1, 6))
+
+
+@settings(max_examples=8, deadline=None)
+@given(_graphs_and_pieces())
+def test_arbitrary_graphs_and_piece_sizes(sample):
+    """Any graph (empty, loops, multi-edges, isolated nodes) and any piece size: copy_u
+    sum and max equal the reference, values and gradients."""
+    graph, x, piece = sample
+    with mock.patch.object(_spmm, "PIECE_EDGES", piece):
+        for reduce in ("sum", "max"):
+            _check(lambda a: ops.gspmm(graph, "copy_lhs", reduce, a), (x,), torch.float32,
+                   torch.int32)
 
 
 # ----------------------------------------------------------------------------- g-SDDMM
@@ -354,7 +397,7 @@ def test_missing_triton_names_the_extra(monkeypatch):
 
 
 def test_compiled_kernels_refuse_cpu_tensors():
-    import triton
+    """Kernels defined without TRITON_INTERPRET (compiled) name the fix for CPU tensors."""
     from triton.runtime.jit import JITFunction
 
     from gnnforge.ops._triton._launch import check_runnable
@@ -364,7 +407,6 @@ def test_compiled_kernels_refuse_cpu_tensors():
 
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
         check_runnable(JITFunction(kernel), torch.zeros(1))
-    assert triton.__version__
 
 
 # ----------------------------------------------------------------------------- GPU only

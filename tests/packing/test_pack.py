@@ -173,3 +173,44 @@ def test_improvement_never_worse():
     improved = pack(histogram, (120, 260), improve=True)
     assert improved.num_packs <= plain.num_packs
     assert improved.improved_from == plain.num_packs
+
+
+def _random_histogram(graphs: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return size_histogram(np.stack([rng.integers(1, 60, graphs), rng.integers(1, 150, graphs)],
+                                   axis=1))
+
+
+def test_improvement_budget_is_work_not_time():
+    from gnnforge.packing._improve import improve_packing
+    from gnnforge.packing._tuple_pack import PackWork, histogram_pack
+
+    histogram = _random_histogram(3000)
+    bins, counts = np.array(list(histogram), dtype=np.int64), np.array(list(histogram.values()))
+    limits = np.array([300, 700])
+    work = PackWork()
+    plain = histogram_pack(bins, counts, limits, lambda x: x[:, 0] * x[:, 1], True, None,
+                           work=work)
+    assert work.units > 0
+    # A budget below one attempt: exactly the first attempt runs, every time.
+    one = [improve_packing(plain, bins, counts, limits, [lambda x: x[:, 0] * x[:, 1]], None,
+                           budget=1) for _ in range(2)]
+    every = improve_packing(plain, bins, counts, limits, [lambda x: x[:, 0] * x[:, 1]], None)
+    assert one[0] == one[1]
+    count = lambda shapes: sum(c for _, c in shapes)  # noqa: E731
+    assert count(every) <= count(one[0]) <= count(plain)
+
+
+def test_default_improvement_is_reproducible_and_bounded_by_every_attempt():
+    histogram = _random_histogram(4000, seed=3)
+    default = [pack(histogram, (300, 700)) for _ in range(2)]
+    assert default[0].packs == default[1].packs
+    every = pack(histogram, (300, 700), improve=float("inf"))
+    plain = pack(histogram, (300, 700), improve=False)
+    assert every.num_packs <= default[0].num_packs <= plain.num_packs
+
+
+@pytest.mark.parametrize("bad", [-1, "yes", float("nan")])
+def test_bad_improve_budget_is_named(bad):
+    with pytest.raises(ValueError, match="improve"):
+        pack({(1, 1): 3}, (4, 4), improve=bad)

@@ -210,8 +210,9 @@ def test_decision_errors_and_margin_on_tiny_graphs():
     records = decision_errors(RateModel(), graphs, widths=((8, 32), (32, 32)), samples=2,
                               progress=False, min_seconds=0.0)
     # per graph x width x mode: GCN 8->32 has 2 non-default candidates, 32->32 has 3;
-    # GAT has 1 alternative in both regimes
-    assert len(records) == 2 * 2 * ((2 + 1) + (3 + 1))
+    # GAT has 1 alternative in both regimes; SAGE none at 8->32 (project-first can only
+    # win when the output is narrower), 1 at 32->32
+    assert len(records) == 2 * 2 * ((2 + 1) + (3 + 1 + 1))
     assert all(math.isfinite(r["predicted_gain"]) and math.isfinite(r["measured_gain"])
                for r in records)
     assert all(r["timing_noise"] >= 0 and r["spread"] == 0.0 for r in records)
@@ -246,7 +247,8 @@ def test_decision_margin_is_the_largest_predicted_gain_that_lost():
 
 def test_layer_overheads_cover_every_planned_layer_and_mode():
     overheads = layer_overheads(samples=1)
-    assert set(overheads) == {"GCNConv", "GATConv", "GATv2Conv", "SGConv", "TAGConv"}
+    assert set(overheads) == {"GCNConv", "GATConv", "GATv2Conv", "SGConv", "TAGConv", "SAGEConv",
+                              "GINConv"}
     assert all(set(m) == {"infer", "train"} and min(m.values()) > 0 for m in overheads.values())
 
 

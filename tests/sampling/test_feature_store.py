@@ -58,3 +58,20 @@ def test_repeated_batch_hits_and_bad_input():
         store.fetch(torch.tensor([3, 50]))
     with pytest.raises(ValueError, match="capacity"):
         FeatureStore(torch.zeros(3, 1), -1)
+
+
+def test_store_over_memory_mapped_rows_serves_the_file(tmp_path):
+    """Features larger than RAM: the store reads a memory-mapped file only on misses."""
+    import numpy as np
+
+    path = tmp_path / "features.npy"
+    rows = np.random.default_rng(0).standard_normal((500, 8)).astype(np.float32)
+    np.save(path, rows)
+    mapped = torch.from_numpy(np.load(path, mmap_mode="c"))
+    store = FeatureStore(mapped, capacity=50)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        ids = torch.randperm(500, generator=generator)[:40]
+        assert torch.equal(store.fetch(ids), torch.from_numpy(rows)[ids])
+    assert store.hits > 0 and store.misses + store.hits == 800
+    assert store.bytes_copied == store.misses * 8 * 4

@@ -35,7 +35,7 @@ def test_bad_toml(tmp_path, text, message):
 
 @pytest.mark.parametrize("overrides, message", [
     ({"task": "nodes"}, "--task must be one of"),
-    ({"task": "node", "dataset": "nci-tpsa"}, "a molecule set: use --task graph"),
+    ({"task": "node", "dataset": "nci-tpsa"}, "it is a molecule set .*; use --task graph"),
     ({"task": "graph", "dataset": "pubmed"}, "use --task node --dataset pubmed"),
     ({"task": "node", "sampler": "labor"}, "--sampler needs --mode sampled"),
     ({"task": "node", "dependent": 4}, "--dependent needs --mode sampled"),
@@ -44,6 +44,16 @@ def test_bad_toml(tmp_path, text, message):
     ({"task": "node", "mode": "sampled", "sampler": "walk"}, "--sampler must be one of"),
     ({"epochs": 0}, "--epochs must be >= 1"),
     ({"dropout": 1.5}, "--dropout must lie in"),
+    ({"task": "node", "mode": "sampled", "prefetch": 2}, "--prefetch applies to --partitioned"),
+    ({"task": "node", "mode": "sampled", "cooperate": "local"},
+     "--cooperate local needs --distributed cooperative"),
+    ({"task": "node", "mode": "sampled", "distributed": "cooperative", "cooperate": "node"},
+     "--cooperate must be one of"),
+    ({"task": "node", "partitioned": "parts"}, "--partitioned trains sampled minibatches"),
+    ({"task": "node", "mode": "sampled", "partitioned": "parts", "dataset": "cora"},
+     "brings its own data; drop --dataset cora"),
+    ({"task": "node", "mode": "sampled", "partitioned": "parts", "distributed": "cooperative",
+      "partition": "metis"}, "parts come from `gnnforge partition --method`"),
 ])
 def test_incompatible_options(overrides, message):
     with pytest.raises(ConfigError, match=message):

@@ -16,6 +16,7 @@ import torch
 from gnnforge.distributed import spawn
 from gnnforge.train import ConfigError, NodeTask, fit, load_config
 from gnnforge.train._checkpoint import load_checkpoint
+from tests._timeouts import SPAWN_TIMEOUT_S
 
 pytestmark = pytest.mark.distributed
 
@@ -55,7 +56,7 @@ def _train(rank, world_size, out_dir, options, fail_after):
 
 
 def _run(out_dir, fail_after=0, **options):
-    results = spawn(_train, 2, args=(out_dir, options, fail_after), timeout_s=90,
+    results = spawn(_train, 2, args=(out_dir, options, fail_after), timeout_s=SPAWN_TIMEOUT_S,
                     collective_timeout_s=30)
     for result in results:
         assert result.error is None, result.error

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gnnforge.train._checkpoint import load_checkpoint
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 pytest.importorskip("rdkit")
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,8 @@ def test_ddp_two_processes(tmp_path):
     command = [*_torchrun_two_processes(), "-m", "gnnforge", "train", "--limit", "120",
                "--batch-graphs", "16", "--epochs", "2", "--hidden", "16", "--layers", "2",
                "--no-progress", "--out-dir", str(tmp_path)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(command, env=env, capture_output=True, text=True,
+                            timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-2000:]
     history = json.loads((tmp_path / "metrics.json").read_text())["epochs"]
     assert len(history) == 2 and history[-1]["val_mae"] < history[0]["val_mae"] * 2
@@ -52,7 +54,8 @@ def test_cooperative_cli_two_processes(tmp_path):
                "--dataset", "sbm", "--mode", "sampled", "--distributed", "cooperative",
                "--fanouts", "5,5", "--batch-size", "64", "--epochs", "2", "--no-progress",
                "--out-dir", str(tmp_path)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(command, env=env, capture_output=True, text=True,
+                            timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-2000:]
     history = json.loads((tmp_path / "metrics.json").read_text())["epochs"]
     assert len(history) == 2 and all(row["remote_rows_per_batch"] > 0 for row in history)

@@ -51,18 +51,37 @@ def test_full_graph_learns_the_communities(tmp_path):
 def test_sampled_resume_is_exact(tmp_path, options):
     sampled = dict(mode="sampled", fanouts=[5, 5], batch_size=64, checkpoint_every=1, **options)
     reference_config = config(tmp_path, "reference", **sampled)
-    fit(reference_config, NodeTask(reference_config), printer=lambda *_: None)
+    reference_summary = fit(reference_config, NodeTask(reference_config),
+                            printer=lambda *_: None)
     broken_config = config(tmp_path, "broken", **sampled)
     with pytest.raises(Interrupted):
-        fit(broken_config, FailingTask(broken_config, fail_after=4), printer=lambda *_: None)
-    assert load_checkpoint(tmp_path / "broken" / "checkpoint.pt")["progress"]["step"] == 3 \
-        or load_checkpoint(tmp_path / "broken" / "checkpoint.pt")["progress"]["epoch"] == 1
+        fit(broken_config, FailingTask(broken_config, fail_after=6), printer=lambda *_: None)
+    progress = load_checkpoint(tmp_path / "broken" / "checkpoint.pt")["progress"]
+    assert (progress["epoch"], progress["step"]) == (1, 2)  # mid-epoch: 4 batches an epoch
     resumed_config = config(tmp_path, "broken", resume=True, **sampled)
-    fit(resumed_config, NodeTask(resumed_config), printer=lambda *_: None)
+    resumed_summary = fit(resumed_config, NodeTask(resumed_config), printer=lambda *_: None)
     expected = load_checkpoint(tmp_path / "reference" / "checkpoint.pt")["model"]
     actual = load_checkpoint(tmp_path / "broken" / "checkpoint.pt")["model"]
     for name, value in expected.items():
         assert torch.equal(value, actual[name]), name
+    # Per-epoch statistics (sampled edges per batch, cache miss rate) and the summary are
+    # those of the uninterrupted run too; only wall-clock figures may differ.
+    assert _untimed_history(tmp_path / "broken") == _untimed_history(tmp_path / "reference")
+    assert _untimed(resumed_summary) == _untimed(reference_summary)
+    assert "sampled_edges_per_batch" in resumed_summary
+
+
+_TIMING = ("train_seconds", "nodes_per_s", "train time (s)", "nodes/s (train)")
+
+
+def _untimed(row):
+    return {key: value for key, value in row.items() if key not in _TIMING}
+
+
+def _untimed_history(out_dir):
+    import json
+
+    return [_untimed(row) for row in json.loads((out_dir / "metrics.json").read_text())["epochs"]]
 
 
 def _sparse_feature_graph():

@@ -24,8 +24,9 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor
+from torch.utils.weak import WeakIdKeyDictionary
 
-__all__ = ["RowSchedule", "row_schedule"]
+__all__ = ["RowSchedule", "cached_row_schedule", "row_schedule"]
 
 
 class RowSchedule(NamedTuple):
@@ -35,6 +36,7 @@ class RowSchedule(NamedTuple):
     item_start: [I] first CSR entry of the item.
     item_slot:  [I] scratch row of the item's partial result (-1: the row is not split).
     split_rows: [R] the split rows in ascending order (-1: unused slot).
+    no_slot:    [R] all -1: the combine launch's items write finished rows.
     first_slot: [M] first scratch row of each split row (its partials are consecutive).
     num_slots:  bound on the scratch rows (host int).
     """
@@ -43,6 +45,7 @@ class RowSchedule(NamedTuple):
     item_start: Tensor
     item_slot: Tensor
     split_rows: Tensor
+    no_slot: Tensor
     first_slot: Tensor
     num_slots: int
 
@@ -84,5 +87,25 @@ def row_schedule(rowptr: Tensor, entries: int, piece: int) -> RowSchedule:
     split_rows.scatter_(0, torch.where(split, ordinal, split_bound),
                         torch.arange(rows, device=device))
     split_rows[split_bound] = -1
-    return RowSchedule(item_row, item_start, item_slot, split_rows[:split_bound], first_slot,
+    return RowSchedule(item_row, item_start, item_slot, split_rows[:split_bound],
+                       torch.full((split_bound,), -1, dtype=torch.int64, device=device),
+                       first_slot,
                        max(1, 2 * entries // piece))
+
+
+# rowptr tensor -> (its version, entries, piece, schedule). A graph caches its CSR/CSC
+# tensors, so every layer and every epoch passes the same rowptr object: the list is
+# built once per graph instead of a dozen small launches per call. Weak keys compared by
+# identity: an entry goes when its rowptr does; the version check catches in-place changes.
+_CACHE = WeakIdKeyDictionary()
+
+
+def cached_row_schedule(rowptr: Tensor, entries: int, piece: int) -> RowSchedule:
+    """`row_schedule`, remembered for this rowptr tensor (same version, entries, piece)."""
+    key = (rowptr._version, entries, piece)
+    hit = _CACHE.get(rowptr)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    schedule = row_schedule(rowptr, entries, piece)
+    _CACHE[rowptr] = (key, schedule)
+    return schedule

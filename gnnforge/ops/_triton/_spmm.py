@@ -26,7 +26,7 @@ from gnnforge.ops._triton._launch import (
     no_index,
     store_dtype,
 )
-from gnnforge.ops._triton._schedule import row_schedule
+from gnnforge.ops._triton._schedule import cached_row_schedule
 from gnnforge.ops._triton._spmm_kernels import OP_CODES, REDUCE_CODES, spmm_pull
 
 __all__ = ["PIECE_EDGES", "gspmm_triton", "spmm_launch"]
@@ -100,7 +100,7 @@ def spmm_launch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     check_runnable(spmm_pull, out)
     left = _operand(lhs, dtype, out)
     right = _operand(rhs, dtype, out)
-    schedule = row_schedule(rowptr, entries, PIECE_EDGES)
+    schedule = cached_row_schedule(rowptr, entries, PIECE_EDGES)
     acc = accumulator(dtype)
     scratch_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     partial = torch.empty(schedule.num_slots, width, dtype=scratch_dtype, device=device)
@@ -120,7 +120,7 @@ def spmm_launch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         BLOCK_E=edge_block(entries / rows, block_f), **common)
     if schedule.split_rows.numel():
         spmm_pull[(schedule.split_rows.numel(), feature_blocks)](
-            rowptr, col, eids, schedule.split_rows, schedule.split_rows, schedule.split_rows,
+            rowptr, col, eids, schedule.split_rows, schedule.split_rows, schedule.no_slot,
             schedule.first_slot, *operands, COMBINE=True, BLOCK_E=_BLOCK_SLOTS, **common)
     return out.to(dtype), arg_lhs, arg_rhs
 

@@ -47,7 +47,8 @@ def spmm_pull(rowptr, col, eids, work_row, work_start, work_slot, first_slot,
     Args (pointers unless noted):
         rowptr, col, eids: CSR by destination, int32 or int64.
         work_row: [I] row of each program (-1: nothing to do). work_start: [I] first CSR
-            entry of each item; work_slot: [I] its scratch row (-1: not split).
+            entry of each item; work_slot: [I] its scratch row (-1: not split; all -1
+            for the combine launch, which writes finished rows).
             first_slot: [M] first scratch row of each split row (COMBINE only).
         lhs [N, lhs_width], rhs [E, rhs_width]: row-major operands. Output feature f
             reads lhs column lhs_offsets[f] (f without LHS_OFFSETS), rhs likewise.
@@ -139,9 +140,7 @@ def spmm_pull(rowptr, col, eids, work_row, work_start, work_slot, first_slot,
                     acc = tl.maximum(acc, tile)
                 else:
                     acc = tl.minimum(acc, tile)
-        slot = -1
-        if not COMBINE:
-            slot = tl.load(work_slot + tl.program_id(0))
+        slot = tl.load(work_slot + tl.program_id(0))  # all -1 for the combine launch
         if slot >= 0:  # a piece of a split row: the combine launch finishes it
             tl.store(partial + slot * width + feature, acc, mask=fmask)
             if RECORD:
@@ -156,9 +155,11 @@ def spmm_pull(rowptr, col, eids, work_row, work_start, work_slot, first_slot,
             tl.store(out + base, acc, mask=fmask)
             if RECORD:
                 found = best >= 0
+                # Names distinct from the loop's: a value keeps one shape per name.
                 if OP != 1:
-                    source = tl.load(col + best, mask=fmask & found, other=0).to(tl.int64)
-                    tl.store(arg_lhs + base, tl.where(found, source, -1), mask=fmask)
+                    winner = tl.load(col + best, mask=fmask & found, other=0).to(tl.int64)
+                    tl.store(arg_lhs + base, tl.where(found, winner, -1), mask=fmask)
                 if OP != 0:
-                    edge = tl.load(eids + best, mask=fmask & found, other=0).to(tl.int64)
-                    tl.store(arg_rhs + base, tl.where(found, edge, -1), mask=fmask)
+                    winner_edge = tl.load(eids + best, mask=fmask & found, other=0)
+                    tl.store(arg_rhs + base, tl.where(found, winner_edge.to(tl.int64), -1),
+                             mask=fmask)

@@ -1,0 +1,285 @@
+"""Node classification over a partitioned dataset: each process loads only its part.
+
+`gnnforge train --partitioned DIR` under torchrun. A process memory-maps its part (owned
+vertices, their in-edges, feature rows and labels; `gnnforge.distributed.load_partition`)
+and gets everything else through collectives:
+
+- `--distributed cooperative`: the processes of a cooperating group (`--cooperate all`:
+  every process; `local`: the processes of one node) sample and compute one global
+  minibatch together (`CooperativeSampler` on their in-edges); each supplies the input
+  rows it owns, and rows cross processes by all_to_all. Groups take turns over the
+  global batches; gradients are summed over every process.
+- `--distributed independent`: each process trains on minibatches of its own training
+  seeds; the owners of the other vertices sample their in-edges and serve their feature
+  rows (`sample_remote`, `fetch_rows`).
+
+With `--prefetch K` (default 1) a background thread samples and fetches the input rows of
+the next K minibatches (on a process group of its own) while the current one computes.
+Keys are a pure function of (seed, epoch, step), as in `CooperativeBatches`, so a
+cooperative run over all processes draws the minibatches of one process training on the
+whole graph with `--dependent 1`. Evaluation samples too (no process holds the graph).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from gnnforge.train._config import ConfigError, TrainConfig
+
+__all__ = ["PartitionedNodeTask"]
+
+_EVAL_SEED_OFFSET = 7919  # evaluation keys differ from every training key
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One prepared minibatch: blocks, this process's input rows, labels, exchanges."""
+
+    blocks: list
+    x: Tensor
+    labels: Tensor
+    exchanges: list | None
+    global_size: int
+    edges: int
+    vertices: int       # sampled vertices of this process, summed over layers
+    input_rows: int     # feature rows this process reads from storage (own or owners')
+
+
+class PartitionedNodeTask:
+    """The engine's node-classification task over `config.partitioned` (see module doc)."""
+
+    items = "nodes"
+    metric = "val_accuracy"
+    higher_is_better = True
+    cooperative = True  # every process takes part in every step; gradients are summed
+
+    def __init__(self, config: TrainConfig) -> None:
+        from gnnforge.distributed import load_partition, read_manifest
+        from gnnforge.distributed._groups import cooperation_groups
+        from gnnforge.sampling import DependentKeys, FeatureStore, LaborSampler, NeighborSampler
+
+        if not dist.is_initialized() and "WORLD_SIZE" in os.environ:  # torchrun, even of 1
+            from gnnforge.distributed import init_from_env
+
+            init_from_env(timeout_s=600.0)  # as the engine's own launch
+        if not dist.is_initialized():
+            raise ConfigError("--partitioned runs under torchrun (one process per part): "
+                              "torchrun --nproc-per-node P -m gnnforge train --partitioned DIR")
+        self.config = config
+        self.independent = config.distributed == "independent"
+        manifest = read_manifest(config.partitioned)
+        self.coop = cooperation_groups("all" if self.independent else config.cooperate,
+                                       sampling_group=config.prefetch > 0)
+        if manifest["num_parts"] != self.coop.size:
+            raise ConfigError(f"--partitioned {config.partitioned} has {manifest['num_parts']} "
+                              f"parts, but {self.coop.size} processes cooperate; partition "
+                              f"with --parts {self.coop.size}")
+        self.data = load_partition(config.partitioned, self.coop.rank)
+        self.sampler = (LaborSampler(config.fanouts) if config.sampler == "labor"
+                        else NeighborSampler(config.fanouts))
+        self.keys = DependentKeys(max(config.dependent, 1), seed=config.seed)
+        self.eval_keys = DependentKeys(1, seed=config.seed + _EVAL_SEED_OFFSET)
+        self.store = FeatureStore(self.data.features, config.cache_size) \
+            if config.cache_size else None
+        self.num_classes = manifest["num_classes"]
+        self.name = (f"node classification (sampled {config.model.upper()}, partitioned, "
+                     + ("independent" if self.independent else
+                        f"cooperative {config.cooperate}") + f" over {dist.get_world_size()} "
+                     "processes)")
+        self._split_ids = {s: self._split_seeds(s) for s in ("train", "val", "test")}
+        self._seeds: list[Tensor] = []
+        self._epoch = self._steps = 0
+        self._prefetcher = None
+        self._counts = torch.zeros(4, dtype=torch.float64)  # edges, vertices, rows, steps
+        self._samplers: dict[int, Any] = {}
+
+    # -- data -------------------------------------------------------------------------
+    def _split_seeds(self, split: str) -> Tensor:
+        """Cooperative: the group's whole split (gathered once, ascending). Independent:
+        the owned vertices of the split."""
+        owned = self.data.splits[split].to(torch.int64)
+        if self.independent:
+            return owned
+        gathered: list[Any] = [None] * self.coop.size
+        dist.all_gather_object(gathered, owned.numpy(), group=self.coop.group)
+        return torch.from_numpy(np.sort(np.concatenate(gathered)))
+
+    def _rows(self, ids: Tensor) -> Tensor:
+        """Feature rows of owned global ids (through the cache when enabled)."""
+        local = self.data.local(ids.numpy())
+        if self.store is not None:
+            return self.store.fetch(local)
+        return self.data.features.index_select(0, local)
+
+    def _produce(self, seeds: Tensor, key_index: int, keys, group) -> _Batch:
+        """Sample one minibatch and fetch its input rows (in the prefetch thread or not)."""
+        from gnnforge.distributed import CooperativeSampler
+        from gnnforge.distributed._exchange import exchange
+        from gnnforge.distributed._remote import fetch_rows, sample_remote
+
+        data = self.data
+        if self.independent:
+            world = dist.get_world_size()
+            step_keys = [keys[key_index * world + q] for q in range(world)]
+            blocks = sample_remote(self.sampler, data.in_edges, data.owner, seeds, step_keys,
+                                   group)
+            x = fetch_rows(blocks[0].src_nodes, data.owner, self._rows,
+                           int(data.features.shape[1]), group=group)
+            labels = data.labels[data.local(seeds.numpy())]
+            return _Batch(blocks, x, labels, None, int(seeds.numel()),
+                          sum(b.num_edges for b in blocks),
+                          sum(b.num_src_nodes for b in blocks), blocks[0].num_src_nodes)
+        local = seeds[torch.from_numpy(np.asarray(data.owner[seeds.numpy()]) == self.coop.rank)]
+        if id(group) not in self._samplers:  # checks the [N] owner once, not per step
+            self._samplers[id(group)] = CooperativeSampler(self.sampler, data.owner, group=group,
+                                                           exchange_group=self.coop.group)
+        sampler = self._samplers[id(group)]
+        minibatch = sampler.sample(data.in_edges, local, keys[key_index])
+        owned_rows = self._rows(minibatch.input_nodes)
+        # Input features need no gradient: their exchange happens here, ahead of time.
+        x = exchange(owned_rows, minibatch.plans[0], group)
+        exchanges = [_identity, *minibatch.exchanges()[1:]]
+        labels = data.labels[data.local(local.numpy())]
+        blocks = minibatch.blocks
+        return _Batch(blocks, x, labels, exchanges, int(seeds.numel()),
+                      sum(b.num_edges for b in blocks), sum(b.num_src_nodes for b in blocks),
+                      int(minibatch.input_nodes.numel()))
+
+    # -- the engine's Task protocol -----------------------------------------------------
+    def build_model(self) -> nn.Module:
+        from gnnforge.nn import NodeClassifier
+
+        return NodeClassifier(int(self.data.features.shape[1]), self.config.hidden,
+                              self.num_classes, num_layers=self.config.layers,
+                              conv=self.config.model, dropout=self.config.dropout)
+
+    def start_epoch(self, epoch: int) -> int:
+        from gnnforge.sampling import NodeSeeds
+
+        self._epoch, self._prefetcher = epoch, None
+        self._counts.zero_()
+        seed = self.config.seed + (dist.get_rank() if self.independent else 0)
+        order = NodeSeeds(self._split_ids["train"], self.config.batch_size, seed=seed)
+        order.set_epoch(epoch)
+        self._seeds = list(order)
+        if self.independent:
+            steps = torch.tensor([len(self._seeds)])
+            dist.all_reduce(steps, op=dist.ReduceOp.MIN)  # every process the same count
+            self._steps = int(steps)
+        else:
+            self._steps = len(self._seeds) // self.coop.count
+        return self._steps
+
+    def _step_inputs(self, step: int) -> tuple[Tensor, int]:
+        if self.independent:
+            return self._seeds[step], self._epoch * self._steps + step
+        index = step * self.coop.count + self.coop.index
+        return self._seeds[index], self._epoch * len(self._seeds) + index
+
+    def _produce_step(self, step: int) -> _Batch:
+        seeds, key_index = self._step_inputs(step)
+        group = self.coop.sampling_group if self.config.prefetch else self.coop.group
+        return self._produce(seeds, key_index, self.keys, group)
+
+    def batch(self, index: int) -> _Batch:
+        """Collective: every process asks for the same step, in order."""
+        from gnnforge.train._prefetch import Prefetcher
+
+        if not self.config.prefetch:
+            batch = self._produce_step(index)
+        else:
+            if self._prefetcher is None or self._prefetcher.next_step != index:
+                self._prefetcher = Prefetcher(self._produce_step, index, self._steps,
+                                              self.config.prefetch)
+            batch = self._prefetcher.get(index)
+        self._counts += torch.tensor([batch.edges, batch.vertices, batch.input_rows, 1],
+                                     dtype=torch.float64)
+        return batch
+
+    def loss(self, model: nn.Module, batch: _Batch) -> tuple[Tensor, int]:
+        world = dist.get_world_size()
+        logits = model(batch.blocks, batch.x, exchange=batch.exchanges)
+        if self.independent:
+            loss = F.cross_entropy(logits, batch.labels) / world
+            return loss, batch.global_size * world
+        share = F.cross_entropy(logits, batch.labels, reduction="sum") / batch.global_size
+        return share / self.coop.count, batch.global_size * self.coop.count
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
+        """Accuracy on `split`, by sampled minibatches (collective)."""
+        from gnnforge.sampling import NodeSeeds
+
+        model.eval()
+        batches = list(NodeSeeds(self._split_ids[split], self.config.batch_size,
+                                 shuffle=False))
+        if self.independent:
+            steps = torch.tensor([len(batches)])
+            dist.all_reduce(steps, op=dist.ReduceOp.MAX)
+            mine = [batches[i] if i < len(batches) else torch.zeros(0, dtype=torch.int64)
+                    for i in range(int(steps))]
+        else:
+            mine = batches[self.coop.index::self.coop.count]
+        counts = torch.zeros(2, dtype=torch.float64)
+        for step, seeds in enumerate(mine):
+            index = step if self.independent else step * self.coop.count + self.coop.index
+            batch = self._produce(seeds, index, self.eval_keys, self.coop.group)
+            if batch.labels.numel() or batch.exchanges is not None:
+                logits = model(batch.blocks, batch.x, exchange=batch.exchanges)
+                counts += torch.tensor([float((logits.argmax(1) == batch.labels).sum()),
+                                        float(batch.labels.numel())], dtype=torch.float64)
+        model.train()
+        dist.all_reduce(counts)
+        return {f"{split}_accuracy": float(counts[0] / max(float(counts[1]), 1.0))}
+
+    def epoch_stats(self) -> dict[str, float]:
+        """Collective: edges per minibatch (cooperative: a group's global one); per process
+        and step, sampled vertices (all layers) and input feature rows read from storage
+        (MiB; cooperative: owned rows, the rest arrives by exchange)."""
+        totals = self._counts.clone()
+        dist.all_reduce(totals)
+        world = dist.get_world_size()
+        steps = max(float(totals[3]) / world, 1.0)
+        row_mib = self.data.features[:1].numel() * self.data.features.element_size() / 2**20
+        minibatches = steps * (world if self.independent else self.coop.count)
+        stats = {"sampled_edges_per_batch": float(totals[0]) / minibatches,
+                 "vertices_per_rank_batch": float(totals[1]) / steps / world,
+                 "feature_mib_per_rank_batch": float(totals[2]) / steps / world * row_mib}
+        if self.store is not None:
+            stats["cache_miss_rate"] = self.store.miss_rate
+        return stats
+
+    def describe(self) -> list[tuple[str, Any]]:
+        manifest = self.data.manifest
+        return [("dataset", f"partitioned {self.config.partitioned} ({manifest['method']}, "
+                            f"{manifest['num_parts']} parts, edge cut "
+                            f"{manifest.get('edge_cut_fraction', 0.0):.1%})"),
+                ("nodes / edges", f"{manifest['num_nodes']} / {manifest['num_edges']}")]
+
+    def rank_report(self) -> str:
+        """`rank R: feature_rows=Y of N, peak_rss_mib=M, exchanged_mib=X` for this process."""
+        from gnnforge.distributed import traffic
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        return (f"rank {dist.get_rank()}: feature_rows={int(self.data.features.shape[0])} of "
+                f"{self.data.num_nodes}, peak_rss_mib={peak:.0f}, "
+                f"exchanged_mib={traffic().exchanged_bytes / 2**20:.1f}")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # keys are a pure function of (seed, epoch, step)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        del state
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x

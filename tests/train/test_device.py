@@ -1,0 +1,66 @@
+"""`--device`: parsed and checked up front, a one-line error without CUDA, and the CPU
+device plumbing (model, packs, blocks, features) runs every task end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from gnnforge._device import resolve_device, to_device
+from gnnforge.train import fit
+from gnnforge.train._config import ConfigError, load_config
+from gnnforge.train._graph_task import GraphTask
+from gnnforge.train._node_task import NodeTask
+from tests.nn.test_models import molecules
+
+
+def test_resolve_device_names_the_option_and_value():
+    assert resolve_device("cpu") == torch.device("cpu")
+    for bad in ("gpu", "cuda:x", "cpu:0", ""):
+        with pytest.raises(ValueError, match="--device must be 'cpu', 'cuda' or 'cuda:N'"):
+            resolve_device(bad)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_cuda_without_cuda_is_one_line_without_traceback():
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        resolve_device("cuda:0")
+    result = subprocess.run([sys.executable, "-m", "gnnforge.cli", "train", "--device", "cuda",
+                             "--epochs", "1"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert errors == [result.stderr.strip().splitlines()[-1]], result.stderr  # one line, last
+    assert "--device cuda: CUDA is not available" in errors[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_cooperative_on_a_gpu_is_refused():
+    # Without CUDA the device check fires first; with it, the cooperative refusal.
+    with pytest.raises(ConfigError, match="run on the CPU|CUDA is not available"):
+        load_config({"task": "node", "mode": "sampled", "distributed": "cooperative",
+                     "device": "cuda"})
+
+
+def test_to_device_keeps_cpu_tensors():
+    x = torch.arange(4)
+    assert to_device(x, torch.device("cpu")) is x
+
+
+def test_graph_task_trains_with_device_cpu(tmp_path):
+    config = load_config({"device": "cpu", "epochs": 1, "hidden": 8, "layers": 1,
+                          "batch_graphs": 8, "out_dir": str(tmp_path), "progress": False})
+    task = GraphTask(config, molecules(40, seed=2), "index")
+    summary = fit(config, task, printer=lambda line: None)
+    assert summary["epochs run"] == 1
+
+
+@pytest.mark.parametrize("mode", ["full", "sampled"])
+def test_node_task_trains_with_device_cpu(tmp_path, mode):
+    config = load_config({"task": "node", "dataset": "sbm", "device": "cpu", "epochs": 1,
+                          "mode": mode, "out_dir": str(tmp_path), "progress": False,
+                          "batch_size": 256})
+    summary = fit(config, NodeTask(config), printer=lambda line: None)
+    assert 0.0 <= summary["best val_accuracy"] <= 1.0
