@@ -107,7 +107,9 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
                          f"for {graph.num_dst_nodes} destinations")
     code = code.to(torch.int64)
     variant = native_variant(choose("gspmm", x.device).backend)
-    if variant is not None and _eager(x, table, self_weight):
+    # The native backward pulls over the CSC; a CSR-only view (a packed batch's real-node
+    # prefix) keeps the numba kernels.
+    if variant is not None and _eager(x, table, self_weight) and hasattr(graph, "csc"):
         if code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
             raise ValueError(f"gine_message_sum: code values must lie in [0, "
                              f"{table.shape[0]}), got [{int(code.min())}, {int(code.max())}]")
