@@ -127,7 +127,8 @@ def build_task(config: TrainConfig) -> Any:
 # VarMisuse runner keeps its own defaults, e.g. 3 epochs and 30 files, otherwise).
 _VARMISUSE_FIELDS = {"epochs": "epochs", "hidden": "hidden", "lr": "lr", "seed": "seed",
                      "progress": "progress", "layers": "num_steps", "limit": "max_files",
-                     "block_size": "block_size", "slots": "num_slots", "threads": "threads"}
+                     "block_size": "block_size", "slots": "num_slots", "threads": "threads",
+                     "device": "device"}
 
 
 def _varmisuse_options(config: TrainConfig, explicit: set[str]) -> dict[str, Any]:

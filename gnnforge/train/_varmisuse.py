@@ -24,8 +24,10 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from gnnforge._device import resolve_device
 from gnnforge.banded import BandedBlocks, compile_blocks, compile_dataset, supergraph_batch
 from gnnforge.data import program_graphs
+from gnnforge.distributed import default_backend
 from gnnforge.graph import GraphBatch
 from gnnforge.nn import GGNNConv
 from gnnforge.train._varmisuse_data import (
@@ -61,6 +63,9 @@ class VarMisuseConfig:
     model_seed: int | None = None  # initialisation and batch order; None: same as seed
     progress: bool = True
     threads: int = 1  # torch threads per process (the CLI applies it); more thrash a shared CPU
+    # Where the models train and evaluate ('cpu', 'cuda', 'cuda:N'): batches are assembled
+    # on the CPU, moved there, and banded blocks are built there from the moved batch.
+    device: str = "cpu"
     sync_file: str | None = None  # DDP test hook: each rank saves its parameters here (+rank)
 
 
@@ -115,19 +120,27 @@ def _batches(compiled, indices: list[int]):
 
 
 def _structure(batch: GraphBatch, backend: str, compiled) -> GraphBatch | BandedBlocks:
+    """The batch itself (sparse) or its banded blocks, built on the batch's device."""
     if backend == "sparse":
         return batch
     return compile_blocks(batch, compiled.block_size, compiled.num_edge_types, compiled.num_blocks)
 
 
+def _on(batch: GraphBatch, device: torch.device) -> GraphBatch:
+    return batch if batch.device == device else batch.to(device)
+
+
 def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
              compiled, progress: bool = False, desc: str = "evaluate") -> tuple[float, float]:
-    """(accuracy, chance accuracy) over the batches; NaN for an empty split."""
+    """(accuracy, chance accuracy) over the batches (on the model's device); NaN for an
+    empty split."""
     correct = total = 0
     chance = 0.0
     model.eval()
+    device = next(model.parameters()).device
     with torch.no_grad():
         for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+            batch = _on(batch, device)
             scores = model(batch, _structure(batch, backend, compiled))
             _, hits, count = candidate_loss(scores, batch)
             correct += hits
@@ -144,7 +157,8 @@ def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: st
            compiled, train_ids: list[int], rank: int, world: int) -> nn.Module:
     seed = config.seed if config.model_seed is None else config.model_seed
     torch.manual_seed(seed)
-    model = VarMisuseModel(num_labels, config.hidden, num_steps)
+    device = torch.device(config.device)
+    model = VarMisuseModel(num_labels, config.hidden, num_steps).to(device)
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=num_steps == 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -157,6 +171,7 @@ def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: st
                    disable=not config.progress or rank != 0)
         for group in bar:
             (batch,) = _batches(compiled, [group])
+            batch = _on(batch, device)
             model.train()
             loss, _, _ = candidate_loss(model(batch, _structure(batch, backend, compiled)), batch)
             optimizer.zero_grad()
@@ -188,6 +203,7 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
     for backend in config.backends:
         if backend not in BACKENDS:
             raise ValueError(f"VarMisuse: backend must be one of {BACKENDS}, got {backend!r}")
+    resolve_device(config.device)  # before any work: a one-line error without CUDA
     if config.num_slots % config.block_size:
         raise ValueError(f"VarMisuse: num_slots ({config.num_slots}) must be a multiple of "
                          f"block_size ({config.block_size})")
@@ -225,7 +241,7 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
 def _distributed() -> tuple[int, int]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group(default_backend())  # gloo for CPU tensors, NCCL for CUDA
     return (dist.get_rank(), dist.get_world_size()) if world > 1 else (0, 1)
 
 

@@ -64,3 +64,22 @@ def test_node_task_trains_with_device_cpu(tmp_path, mode):
                           "batch_size": 256})
     summary = fit(config, NodeTask(config), printer=lambda line: None)
     assert 0.0 <= summary["best val_accuracy"] <= 1.0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_varmisuse_device_is_checked_before_any_work():
+    from gnnforge.train._varmisuse import VarMisuseConfig, run_varmisuse
+
+    with pytest.raises(ValueError, match="--device cuda: CUDA is not available"):
+        run_varmisuse(VarMisuseConfig(device="cuda", root="/nonexistent"))
+
+
+def test_graph_batch_to_keeps_the_batch():
+    from gnnforge.graph import GraphBatch
+
+    batch = GraphBatch.from_graphs(molecules(3, seed=1)).pad(40, 60, 5)
+    moved = batch.to("cpu")
+    assert isinstance(moved, GraphBatch)
+    assert torch.equal(moved.graph_ptr, batch.graph_ptr)
+    assert torch.equal(moved.graph_mask, batch.graph_mask)
+    assert moved == batch
