@@ -30,12 +30,14 @@ from gnnforge.data import program_graphs
 from gnnforge.distributed import default_backend
 from gnnforge.graph import GraphBatch
 from gnnforge.nn import GGNNConv
+from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._varmisuse_data import (
     ROLE_CANDIDATE,
     VARMISUSE_EDGE_TYPES,
     split_by_file,
     varmisuse_examples,
 )
+from gnnforge.train._varmisuse_static import banded_inputs, static_banded_loss
 
 __all__ = ["VarMisuseConfig", "VarMisuseModel", "candidate_loss", "evaluate", "format_results",
            "run_varmisuse"]
@@ -66,6 +68,9 @@ class VarMisuseConfig:
     # Where the models train and evaluate ('cpu', 'cuda', 'cuda:N'): batches are assembled
     # on the CPU, moved there, and banded blocks are built there from the moved batch.
     device: str = "cpu"
+    # Train the banded model's step under torch.compile(fullgraph=True, dynamic=False): the
+    # loss over all K*S slots, masked (`_varmisuse_static`); results gain "compile" counts.
+    compile: bool = False
     sync_file: str | None = None  # DDP test hook: each rank saves its parameters here (+rank)
 
 
@@ -154,7 +159,9 @@ def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
 
 
 def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: str,
-           compiled, train_ids: list[int], rank: int, world: int) -> nn.Module:
+           compiled, train_ids: list[int], rank: int, world: int,
+           step: CompiledLoss | None = None) -> nn.Module:
+    """One model trained on `backend`; with `step`, each banded step runs compiled."""
     seed = config.seed if config.model_seed is None else config.model_seed
     torch.manual_seed(seed)
     device = torch.device(config.device)
@@ -173,7 +180,11 @@ def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: st
             (batch,) = _batches(compiled, [group])
             batch = _on(batch, device)
             model.train()
-            loss, _, _ = candidate_loss(model(batch, _structure(batch, backend, compiled)), batch)
+            structure = _structure(batch, backend, compiled)
+            if step is not None:
+                loss, _, _ = step(model, *banded_inputs(batch, structure))
+            else:
+                loss, _, _ = candidate_loss(model(batch, structure), batch)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -204,6 +215,9 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
         if backend not in BACKENDS:
             raise ValueError(f"VarMisuse: backend must be one of {BACKENDS}, got {backend!r}")
     resolve_device(config.device)  # before any work: a one-line error without CUDA
+    if config.compile and config.backends != ("banded",):
+        raise ValueError(f"VarMisuse: compile runs the banded step (fixed K*S slots); pass "
+                         f"backends=('banded',), got {config.backends}")
     if config.num_slots % config.block_size:
         raise ValueError(f"VarMisuse: num_slots ({config.num_slots}) must be a multiple of "
                          f"block_size ({config.block_size})")
@@ -218,9 +232,11 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
     if config.baseline:
         runs.append(("sparse", 0))
     rows = []
+    step = CompiledLoss(static_banded_loss) if config.compile else None
     for backend, steps in runs:
         model = _train(config, examples.num_labels, steps, backend, compiled["train"],
-                       list(range(len(compiled["train"].supergraphs))), rank, world)
+                       list(range(len(compiled["train"].supergraphs))), rank, world,
+                       step if backend == "banded" and steps == config.num_steps else None)
         row = dict(train_backend=backend, num_steps=steps)
         show = config.progress and rank == 0
         for name in ("valid", "test"):
@@ -232,7 +248,10 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
         if config.sync_file and backend == config.backends[0] and steps == config.num_steps:
             _save_parameters(model, f"{config.sync_file}.rank{rank}")
     chance = tuple(evaluate(model, batches[n], "sparse", compiled[n])[1] for n in ("valid", "test"))
+    counts = None if step is None else dict(zip(("frames", "graph_breaks", "recompiles"),
+                                                  step.counts()))
     return dict(rows=rows, chance=chance, corpus=corpus.report(), examples=examples.report(),
+                compile=counts,
                 compiled={n: c.report() for n, c in compiled.items()},
                 sizes={n: sum(len(g) for g in c.supergraphs) for n, c in compiled.items()},
                 seconds=time.perf_counter() - start, world_size=world, config=asdict(config))
