@@ -21,6 +21,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from gnnforge.ops._dispatch import choose
+from gnnforge.ops._edge_softmax import native_variant
+from gnnforge.ops._generic import index_dtype
+from gnnforge.ops._native_gine import gine_backward_native, gine_forward_native
+
 __all__ = ["fused_gine_available", "gine_message_sum"]
 
 _JIT = dict(nogil=True, cache=True, boundscheck=False)
@@ -84,6 +89,7 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
     if table.shape[-1] != x.shape[-1]:
         raise ValueError(f"gine_message_sum: table width {table.shape[-1]} != x width "
                          f"{x.shape[-1]}")
+    identity = code is None
     if code is None:
         if table.shape[0] != graph.num_edges:
             raise ValueError(f"gine_message_sum: table has {table.shape[0]} rows for "
@@ -100,6 +106,15 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
                          f"per destination, got {tuple(self_weight.shape)} and {x.shape[0]} rows "
                          f"for {graph.num_dst_nodes} destinations")
     code = code.to(torch.int64)
+    variant = native_variant(choose("gspmm", x.device).backend)
+    if variant is not None and _eager(x, table, self_weight):
+        if code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
+            raise ValueError(f"gine_message_sum: code values must lie in [0, "
+                             f"{table.shape[0]}), got [{int(code.min())}, {int(code.max())}]")
+        forced = choose("gspmm", x.device).index_dtype
+        return _NativeGineMessageSum.apply(x, table, self_weight,
+                                           None if identity else code.contiguous(), graph,
+                                           index_dtype(graph, forced), variant or None)
     if _eager(x, table, self_weight):
         return _GineMessageSum.apply(x, table, self_weight, code, rowptr, col, eids)
     return gine_op(x, table, self_weight, code, rowptr, col, eids)
@@ -200,3 +215,26 @@ gine_op.register_autograd(_op_backward, setup_context=_setup)
 
 def _numpy(*tensors: Tensor) -> list[np.ndarray]:
     return [t.detach().numpy() for t in tensors]
+
+
+class _NativeGineMessageSum(torch.autograd.Function):
+    """The native library's kernels (`gnnforge.ops._native_gine`): parallel pulls both ways."""
+
+    @staticmethod
+    def forward(ctx, x, table, self_weight, code, graph, index_dtype, variant):
+        x, table = x.contiguous(), table.contiguous()
+        scale = float(self_weight)
+        out = gine_forward_native(*graph.csr(index_dtype), code, x, table, scale, variant)
+        ctx.save_for_backward(x, table, self_weight, code)
+        ctx.graph, ctx.index_dtype, ctx.scale, ctx.variant = graph, index_dtype, scale, variant
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, table, self_weight, code = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_x, grad_table = gine_backward_native(
+            ctx.graph.csr(ctx.index_dtype), ctx.graph.csc(ctx.index_dtype), code, x, table,
+            ctx.scale, grad, ctx.variant)
+        grad_weight = _weight_grad(grad, x, self_weight) if ctx.needs_input_grad[2] else None
+        return grad_x, grad_table, grad_weight, None, None, None, None

@@ -19,12 +19,13 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops import _autotune
-from gnnforge.ops._cpu import extreme_grad_cpu, gspmm_cpu, mean_grad_cpu
+from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad_cpu
 from gnnforge.ops._mkl import gspmm_mkl
-from gnnforge.ops._native import extreme_grad_native, gspmm_native, mean_grad_native
+from gnnforge.ops._native import available as native_available
+from gnnforge.ops._native import extreme_grad_native, gsddmm_native, gspmm_native, mean_grad_native
 
 __all__ = ["extreme_grad_kernel", "gspmm_auto", "is_cpu_backend", "mean_grad_kernel",
-           "spmm_kernel"]
+           "sddmm_kernel", "spmm_kernel"]
 
 _COPY_OPS = ("copy_lhs", "copy_rhs")
 _DTYPE_NAMES = {torch.float64: "float64"}  # everything else computes in float32
@@ -49,6 +50,15 @@ def spmm_kernel(name: str) -> Callable:
     if name == "mkl":
         return gspmm_mkl
     return functools.partial(gspmm_native, variant=_variant(name))
+
+
+@functools.lru_cache(maxsize=None)
+def sddmm_kernel(name: str) -> Callable:
+    """The g-SDDMM kernel of backend `name`: numba's for numba and mkl, else the native
+    library's (auto: its default variant where it built; SDDMM classes are not timed)."""
+    if name in ("numba", "mkl") or (name == "auto" and not native_available()):
+        return gsddmm_cpu
+    return functools.partial(gsddmm_native, variant=_variant(name))
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,9 +101,9 @@ def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         kernel_class = _class(op, reduce, data, rowptr, width)
     out, arg_lhs, arg_rhs = spmm_kernel(_autotune.choice(kernel_class))(
         rowptr, col, eids, lhs, rhs, op, reduce, record_args)
-    if op in _COPY_OPS:  # winners in the index dtype; the unread side stays empty int64
-        arg_lhs = arg_lhs.to(rowptr.dtype) if arg_lhs.dim() == 2 else arg_lhs
-        arg_rhs = arg_rhs.to(rowptr.dtype) if arg_rhs.dim() == 2 else arg_rhs
+    # Winners in the index dtype (numba's are int64); the unread side stays empty int64.
+    arg_lhs = arg_lhs.to(rowptr.dtype) if arg_lhs.dim() == 2 else arg_lhs
+    arg_rhs = arg_rhs.to(rowptr.dtype) if arg_rhs.dim() == 2 else arg_rhs
     return out, arg_lhs, arg_rhs
 
 

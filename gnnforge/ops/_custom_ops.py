@@ -25,9 +25,11 @@ from torch import Tensor
 
 from gnnforge.ops._candidates import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
 from gnnforge.ops._dispatch import kernel
+from gnnforge.ops._native import available as native_available
+from gnnforge.ops._native_binary import extreme_grad_native as binary_extreme_grad_native
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
 
-__all__ = ["mean_scaled", "reverse_arrays", "sddmm_op", "spmm", "spmm_op"]
+__all__ = ["eager", "mean_scaled", "reverse_arrays", "sddmm_op", "spmm", "spmm_op"]
 
 ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
 
@@ -82,14 +84,14 @@ def _(arrays, lhs, rhs, op, reduce, backend, record_args):
 
 
 def _arg_dtype(arrays: list[Tensor], op: str, backend: str) -> torch.dtype:
-    """dtype of the recorded max/min winners: the index dtype for copy ops on the native
-    and auto backends (auto converts a numba winner's), int64 elsewhere."""
-    if (backend == "auto" or backend.startswith("native")) and op in ("copy_lhs", "copy_rhs"):
+    """dtype of the recorded max/min winners: the index dtype on the native and auto
+    backends (auto converts a numba winner's), int64 elsewhere."""
+    if backend == "auto" or backend.startswith("native"):
         return arrays[ROWPTR].dtype
     return torch.int64
 
 
-def _eager(*tensors: Tensor | None) -> bool:
+def eager(*tensors: Tensor | None) -> bool:
     """True outside torch.compile / fake-tensor tracing: plain tensors (or Parameters).
 
     Any other Tensor subclass (FakeTensor, FunctionalTensor, user subclasses) takes the
@@ -110,7 +112,7 @@ def spmm(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str, 
     autograd.Function (measured 63 us vs 106 us per tiny call). Eager without one (plain
     forward, or inside a backward): the kernel itself (19 us vs 37 us).
     """
-    if not _eager(lhs, rhs):
+    if not eager(lhs, rhs):
         return spmm_op(arrays, lhs, rhs, op, reduce, backend, record_args)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (lhs, rhs)):
         function = (_SpmmFunction if torch._C._are_functorch_transforms_active()
@@ -156,7 +158,7 @@ def _spmm_backward(ctx, grad_out, _grad_arg_lhs, _grad_arg_rhs):
 def _sum_grads(ctx, arrays, grad_out, lhs, rhs):
     op, backend = ctx.op, ctx.backend
     if (ctx.reduce == "mean" and op == "copy_lhs" and is_cpu_backend(backend)
-            and not torch.is_grad_enabled() and _eager(grad_out)):
+            and not torch.is_grad_enabled() and eager(grad_out)):
         rows = grad_out.reshape(grad_out.shape[0], math.prod(grad_out.shape[1:]))
         grad = mean_grad_kernel(backend)(arrays[COLPTR], arrays[ROW], arrays[ROWPTR], rows,
                                          ctx.lhs_rows)
@@ -211,6 +213,9 @@ def _grouped_dot(arrays, lhs, grad_out, rhs_shape, backend):
 def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     out_shape = tuple(grad_out.shape[1:])
     grad_flat = grad_out.reshape(grad_out.shape[0], math.prod(out_shape))  # [M, K]
+    if _native_binary_extreme(ctx, grad_flat, arrays, arg_rhs):
+        return _extreme_grads_native(ctx, arrays, grad_flat, lhs, rhs, arg_lhs, arg_rhs,
+                                     out_shape)
     grad_lhs = grad_rhs = None
     if ctx.needs_input_grad[1] and _pull_extreme_grad(ctx, grad_flat, arg_lhs):
         grad = extreme_grad_kernel(ctx.backend)(arrays[COLPTR], arrays[ROW], arg_lhs, grad_flat,
@@ -231,10 +236,36 @@ def _extreme_grads(ctx, arrays, grad_out, lhs, rhs, arg_lhs, arg_rhs):
     return grad_lhs, grad_rhs
 
 
+def _native_binary_extreme(ctx, grad_flat: Tensor, arrays: list[Tensor], arg_rhs: Tensor) -> bool:
+    """u_add/mul_e max/min on the native or auto backend, eager, no second derivative."""
+    return ((ctx.backend == "auto" or ctx.backend.startswith("native"))
+            and ctx.op in ("add", "mul") and not torch.is_grad_enabled()
+            and arg_rhs.dtype == arrays[ROWPTR].dtype and arg_rhs.numel() > 0
+            and eager(grad_flat, arg_rhs) and native_available())
+
+
+def _extreme_grads_native(ctx, arrays, grad_flat, lhs, rhs, arg_lhs, arg_rhs, out_shape):
+    """Both gradients from the recorded winners, no atomics (`binary_grad.cpp`)."""
+    mul = ctx.op == "mul"
+    variant = ctx.backend.split(":", 1)[1] if ctx.backend.startswith("native:") else None
+    grad_lhs = grad_rhs = None
+    if ctx.needs_input_grad[1]:
+        grad = binary_extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs,
+                                          grad_flat, rhs if mul else None, out_shape,
+                                          ctx.lhs_rows, source=True, variant=variant)
+        grad_lhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.lhs_shape)
+    if ctx.needs_input_grad[2]:
+        grad = binary_extreme_grad_native(arrays[ROWPTR], arrays[EIDS], arg_lhs, arg_rhs,
+                                          grad_flat, lhs if mul else None, out_shape,
+                                          ctx.rhs_rows, source=False, variant=variant)
+        grad_rhs = reduce_to_shape(grad.reshape(-1, *out_shape), ctx.rhs_shape)
+    return grad_lhs, grad_rhs
+
+
 def _pull_extreme_grad(ctx, grad_flat: Tensor, arg: Tensor) -> bool:
     """copy_u max/min on a CPU backend, eager, no second derivative: the CSC kernel."""
     return (ctx.op == "copy_lhs" and is_cpu_backend(ctx.backend) and not torch.is_grad_enabled()
-            and _eager(grad_flat, arg))
+            and eager(grad_flat, arg))
 
 
 def _gather_at(data: Tensor, rows: Tensor, out_shape) -> Tensor:

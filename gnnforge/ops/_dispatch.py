@@ -31,9 +31,8 @@ from typing import NamedTuple
 
 import torch
 
-from gnnforge.ops._candidates import is_cpu_backend, spmm_kernel
+from gnnforge.ops._candidates import is_cpu_backend, sddmm_kernel, spmm_kernel
 from gnnforge.ops._native import available as native_available
-from gnnforge.ops._native import gsddmm_native
 from gnnforge.ops._native_build import available_variants, unavailable_reason
 from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
 from gnnforge.ops._triton import available as triton_available
@@ -79,7 +78,7 @@ _FORCED: contextvars.ContextVar[Choice | None] = contextvars.ContextVar(
 def kernel(family: str, backend: str) -> Callable:
     """The kernel of `family` ('gspmm' or 'gsddmm') for backend `backend`."""
     if is_cpu_backend(backend):
-        return spmm_kernel(backend) if family == "gspmm" else gsddmm_native
+        return spmm_kernel(backend) if family == "gspmm" else sddmm_kernel(backend)
     return KERNELS[(family, backend)]
 
 

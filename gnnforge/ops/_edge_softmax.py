@@ -5,8 +5,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from gnnforge.ops._custom_ops import eager
 from gnnforge.ops._dispatch import choose
-from gnnforge.ops._generic import _arrays, gsddmm, gspmm
+from gnnforge.ops._generic import _arrays, check_device, gsddmm, gspmm, index_dtype
+from gnnforge.ops._native import available as native_available
+from gnnforge.ops._native_softmax import edge_softmax_backward_native, edge_softmax_native
 from gnnforge.ops._triton import edge_softmax_triton
 
 __all__ = ["edge_softmax"]
@@ -47,7 +50,25 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
                              f"{graph_device}; move one with .to()")
         need_grad = torch.is_grad_enabled() and logits.requires_grad
         return edge_softmax_triton(_arrays(graph, choice.index_dtype, need_grad, True), logits)
+    variant = native_variant(choice.backend)
+    if variant is not None and eager(logits) and not torch._C._are_functorch_transforms_active():
+        check_device(graph, None, logits)
+        return _NativeEdgeSoftmax.apply(graph, logits, index_dtype(graph, choice.index_dtype),
+                                        variant or None)
     return _EdgeSoftmax.apply(graph, logits)
+
+
+def native_variant(backend: str) -> str | None:
+    """The native variant a CPU backend runs fused kernels with ('' the default), or None.
+
+    'native' and 'auto' (where the library built) use the default build, 'native:VARIANT'
+    that variant; numba, mkl and the others the composed ops.
+    """
+    if backend.startswith("native:"):
+        return backend.split(":", 1)[1]
+    if backend == "native" or (backend == "auto" and native_available()):
+        return ""
+    return None
 
 
 class _EdgeSoftmax(torch.autograd.Function):
@@ -64,6 +85,35 @@ class _EdgeSoftmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        weighted = out * grad                                                   # [E, *F]
-        total = gspmm(ctx.graph, "copy_rhs", "sum", None, weighted)            # [M, *F]
-        return None, weighted - gsddmm(ctx.graph, "mul", out, total, "e", "v")
+        return None, _composed_backward(ctx.graph, out, grad)
+
+
+def _composed_backward(graph, out: Tensor, grad: Tensor) -> Tensor:
+    weighted = out * grad                                                       # [E, *F]
+    total = gspmm(graph, "copy_rhs", "sum", None, weighted)                    # [M, *F]
+    return weighted - gsddmm(graph, "mul", out, total, "e", "v")
+
+
+class _NativeEdgeSoftmax(torch.autograd.Function):
+    """The native library's fused kernels (`_native_softmax`): one CSR pull each way.
+
+    A backward that records a graph (second derivatives) takes the composed ops instead,
+    which are differentiable.
+    """
+
+    @staticmethod
+    def forward(ctx, graph, logits, index_dtype, variant):
+        rowptr, _, eids = graph.csr(index_dtype)
+        out = edge_softmax_native(rowptr, eids, logits, variant)
+        ctx.graph, ctx.index_dtype, ctx.variant = graph, index_dtype, variant
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return None, _composed_backward(ctx.graph, out, grad), None, None
+        rowptr, _, eids = ctx.graph.csr(ctx.index_dtype)
+        return (None, edge_softmax_backward_native(rowptr, eids, out, grad, ctx.variant),
+                None, None)

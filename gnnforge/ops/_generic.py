@@ -21,7 +21,7 @@ from gnnforge.ops._shapes import (
     pad_operands,
 )
 
-__all__ = ["gsddmm", "gspmm"]
+__all__ = ["check_device", "gsddmm", "gspmm", "index_dtype"]
 
 _PROTOCOL = ("num_src_nodes", "num_dst_nodes", "num_edges", "coo", "csr", "csc")
 
@@ -66,7 +66,7 @@ def gspmm(graph, op: str, reduce: str, lhs: Tensor | None = None,
     squeeze = all(t is None or t.dim() == 1 for t in (lhs, rhs))
     lhs, rhs = pad_operands(lhs, rhs)
     output_feature_shape(op, _features(lhs), _features(rhs))  # raises on bad broadcast
-    device = _device(graph, lhs, rhs)
+    device = check_device(graph, lhs, rhs)
     choice = choose("gspmm", device)
     if choice.backend == "reference":
         out = gspmm_ref(graph, op, reduce, lhs, rhs)
@@ -109,7 +109,7 @@ def gsddmm(graph, op: str, lhs: Tensor | None, rhs: Tensor | None, lhs_target: s
     squeeze = all(t is None or t.dim() == 1 for t in (lhs, rhs))
     lhs, rhs = pad_operands(lhs, rhs)
     output_feature_shape(op, _features(lhs), _features(rhs))
-    device = _device(graph, lhs, rhs)
+    device = check_device(graph, lhs, rhs)
     choice = choose("gsddmm", device)
     if choice.backend == "reference":
         out = gsddmm_ref(graph, op, lhs, rhs, lhs_target, rhs_target)
@@ -169,7 +169,8 @@ def _features(tensor: Tensor | None) -> tuple[int, ...] | None:
     return None if tensor is None else tuple(tensor.shape[1:])
 
 
-def _device(graph, lhs: Tensor | None, rhs: Tensor | None) -> torch.device:
+def check_device(graph, lhs: Tensor | None, rhs: Tensor | None) -> torch.device:
+    """The graph's device; ValueError naming the operand on another one."""
     graph_device = graph.coo()[0].device
     for name, tensor in (("lhs", lhs), ("rhs", rhs)):
         if tensor is not None and tensor.device != graph_device:
@@ -192,7 +193,8 @@ def _needs_grad(*tensors: Tensor | None) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _index_dtype(graph, forced: torch.dtype | None) -> torch.dtype:
+def index_dtype(graph, forced: torch.dtype | None) -> torch.dtype:
+    """The forced CSR index dtype, else int32 whenever the graph fits."""
     if forced is not None:
         return forced
     largest = max(graph.num_src_nodes, graph.num_dst_nodes, graph.num_edges)
@@ -204,15 +206,15 @@ _EMPTY: dict = {}
 
 def _arrays(graph, forced_dtype, csc: bool, coo: bool) -> list[Tensor]:
     """GraphArrays for the custom ops (see `_custom_ops`): CSC/COO only when needed."""
-    index_dtype = _index_dtype(graph, forced_dtype)
-    rowptr, col, eids = graph.csr(index_dtype)
+    dtype = index_dtype(graph, forced_dtype)
+    rowptr, col, eids = graph.csr(dtype)
     if torch.compiler.is_compiling():  # no global cache: mutating it would recompile
         empty = rowptr.new_empty(0)
     else:
-        empty = _EMPTY.get((index_dtype, rowptr.device))
+        empty = _EMPTY.get((dtype, rowptr.device))
     if empty is None:  # read-only placeholder for the arrays a call does not need
-        empty = _EMPTY.setdefault((index_dtype, rowptr.device), rowptr.new_empty(0))
-    colptr, row, ceids = graph.csc(index_dtype) if csc else (empty, empty, empty)
+        empty = _EMPTY.setdefault((dtype, rowptr.device), rowptr.new_empty(0))
+    colptr, row, ceids = graph.csc(dtype) if csc else (empty, empty, empty)
     src, dst = graph.coo() if coo or csc else (empty, empty)
     return [rowptr, col, eids, colptr, row, ceids, src, dst]
 

@@ -2,7 +2,8 @@
 
 The library covers the copy-reduce g-SpMMs (copy_u / copy_e with sum, mean, max, min; the
 backward of copy_u-sum is the same kernel on the CSC) and the CSC-pull gradients of
-copy_u mean and max/min. Every other op is delegated to the numba kernels (`_cpu`), so
+copy_u mean and max/min here; the binary-message g-SpMMs and the g-SDDMMs in
+`_native_binary`. The few cases those do not cover run numba's kernels (`_cpu`), so
 `native` is a complete backend. Same contracts as `_cpu`; float32/float64 natively,
 bfloat16/float16 computed in float32 and rounded once.
 """
@@ -14,8 +15,8 @@ import math
 import torch
 from torch import Tensor
 
-from gnnforge.ops import _cpu
 from gnnforge.ops._buffers import pooled_empty
+from gnnforge.ops._native_binary import gsddmm_binary_native, gspmm_binary_native
 from gnnforge.ops._native_build import load
 
 __all__ = ["available", "extreme_grad_native", "gsddmm_native", "gspmm_native",
@@ -31,9 +32,11 @@ _PARALLEL_WORK = 2**18
 _SERIAL_SCATTER_BYTES = 1024
 
 
-# Kernel primitives (as `_autotune` names them) the library computes itself; the rest of
-# the backend's ops run numba's kernels, so native variants are no candidates for them.
-_NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad"})
+# Kernel primitives (as `_autotune` names them) the library computes itself (add and mul:
+# `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
+# so native variants are no candidates for them.
+_NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad", "add",
+                                "mul"})
 
 
 def supports(primitive: str, reduce: str) -> bool:
@@ -77,7 +80,8 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                  rhs: Tensor | None, op: str, reduce: str,
                  record_args: bool = True, variant: str | None = None
                  ) -> tuple[Tensor, Tensor, Tensor]:
-    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`. Copy ops run natively.
+    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`, but max/min winners are in the
+    index dtype. Copy ops here, binary ops in `_native_binary`.
 
     `variant` names the instruction-set build of the library (`_native_build`); None is
     the host's widest.
@@ -87,7 +91,8 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     elif op == "copy_rhs":
         data, index = rhs, eids
     else:
-        return _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+        return gspmm_binary_native(rowptr, col, eids, lhs, rhs, op, reduce, record_args,
+                                   variant)
     # The common case (2-D contiguous float32/64) goes straight through: this path is
     # most of the cost of a small call (docs/kernels.md).
     plain = data.dim() == 2 and data.dtype in _DTYPE_CODES and data.is_contiguous()
@@ -145,4 +150,7 @@ def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
     return out.to(grad.dtype)
 
 
-gsddmm_native = _cpu.gsddmm_cpu  # g-SDDMM: the numba kernels
+def gsddmm_native(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str,
+                  variant: str | None = None) -> Tensor:
+    """g-SDDMM on CPU; same contract as `_cpu.gsddmm_cpu` (`_native_binary`)."""
+    return gsddmm_binary_native(lhs_row, rhs_row, lhs, rhs, op, variant)

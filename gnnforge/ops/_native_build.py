@@ -48,7 +48,7 @@ __all__ = ["Variant", "available_variants", "build", "default_variant", "load",
 
 _SOURCE_DIR = Path(__file__).with_name("_native_src")
 _COMMON_FLAGS = ("-O3", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
-_BUILD_SECONDS = 300
+_BUILD_SECONDS = 900  # a loaded machine (load 16 on 2 cores) took over 300 s
 _reasons: dict[str, str] = {}
 
 
@@ -135,7 +135,9 @@ def _key(compiler: str, flags: tuple[str, ...]) -> str:
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
                              timeout=60).stdout
     digest = hashlib.sha256()
-    parts = [source.read_bytes().decode() for source in _sources()]
+    # Headers too: a change in a shared header rebuilds like a change in a source.
+    files = _sources() + sorted(_SOURCE_DIR.glob("*.h"))
+    parts = [source.read_bytes().decode() for source in files]
     parts += [version, " ".join(flags), " ".join(sorted(cpu_flags())), platform.machine(),
               str(ABI_VERSION)]
     for part in parts:

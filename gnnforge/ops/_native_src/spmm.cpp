@@ -24,47 +24,17 @@
 #include <immintrin.h>
 #endif
 
+#include "simd.h"
+
 namespace {
 
-// A SIMD vector of `Bytes` bytes: 32 (ymm) for every kernel, 64 (zmm) for the sum kernels
-// where the CPU has AVX-512 and the width is a whole number of 64-byte vectors.
-template <class T, int Bytes = 32> struct Vec;
-template <int Bytes> struct Vec<float, Bytes> {
-  typedef float type __attribute__((vector_size(Bytes), aligned(4)));
-  typedef int32_t itype __attribute__((vector_size(Bytes), aligned(4)));
-  typedef int32_t lane_index;
-  static constexpr int size = Bytes / 4;
-};
-template <int Bytes> struct Vec<double, Bytes> {
-  typedef double type __attribute__((vector_size(Bytes), aligned(8)));
-  typedef int64_t itype __attribute__((vector_size(Bytes), aligned(8)));
-  typedef int64_t lane_index;
-  static constexpr int size = Bytes / 8;
-};
+using namespace gf;
 
-#ifdef __AVX512F__
-constexpr int kWideBytes = 64;
-#else
-constexpr int kWideBytes = 32;
-#endif
 // sum/mean accumulators per register block: 8 ymm, or 16 zmm (a whole 1 KiB row of
 // float32, half of the 32 zmm registers; the other half hold the loads).
 constexpr int max_vectors(int bytes) { return bytes == 64 ? 16 : 8; }
 constexpr int kMaxExtremeVectors = 4;   // max/min with arg: value + arg accumulators
-#ifndef GF_PREFETCH_DISTANCE
-#define GF_PREFETCH_DISTANCE 16
-#endif
-constexpr int kPrefetchDistance = GF_PREFETCH_DISTANCE;  // edges ahead
 constexpr int64_t kTileBytes = 16 * 1024;
-
-template <class T, int B = 32>
-inline typename Vec<T, B>::type load(const T* p) {
-  typename Vec<T, B>::type v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-template <class T, int B = 32>
-inline void store(T* p, typename Vec<T, B>::type v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Non-temporal store of one vector to a 32-byte aligned address: the output of a call
 // larger than the cache is written without being read first (no read-for-ownership).
@@ -102,49 +72,6 @@ inline void stream_fence() {
 // (32 MiB) sum fwd+bwd 20.5 -> 19.3 ms; 4 MiB was no better than 16 (docs/kernels.md).
 constexpr int64_t kStreamBytes = 16 * 1024 * 1024;
 
-// A vector of `value` in every lane: vector + scalar broadcasts the scalar (one
-// vbroadcast; the lane-by-lane loop this replaced compiled to a chain of inserts, which
-// cost the weighted mean gradient about 20%).
-template <class V, class S>
-inline V fill(S value) {
-  return V{} + value;
-}
-template <class T, int B = 32>
-inline typename Vec<T, B>::type splat(T value) {
-  return fill<typename Vec<T, B>::type, T>(value);
-}
-
-template <class I>
-inline int64_t chunk_start(const I* ptr, int64_t rows, int64_t chunk, int64_t chunks) {
-  const int64_t total = static_cast<int64_t>(ptr[rows]) + rows;
-  const int64_t target = static_cast<int64_t>((__int128)total * chunk / chunks);
-  int64_t low = 0, high = rows;
-  while (low < high) {
-    const int64_t middle = (low + high) / 2;
-    if (static_cast<int64_t>(ptr[middle]) + middle < target) low = middle + 1; else high = middle;
-  }
-  return low;
-}
-
-// Runs body(first_row, last_row) over equal-work chunks, on `threads` OpenMP threads.
-template <class I, class Body>
-void parallel_rows(const I* ptr, int64_t rows, int threads, Body body) {
-  if (threads <= 1 || rows < 2) {
-    body(int64_t(0), rows);
-    return;
-  }
-  const int64_t chunks = std::min<int64_t>(rows, 4 * threads);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    body(chunk_start(ptr, rows, chunk, chunks), chunk_start(ptr, rows, chunk + 1, chunks));
-  }
-}
-
-template <class T>
-inline void prefetch_row(const T* row, int64_t bytes) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset, 0, 3);
-}
 
 // ------------------------------------------------------------------------- sum / mean
 
@@ -551,7 +478,7 @@ void spmm_copy(const void* ptr, const void* index, const void* x, void* out, voi
 
 extern "C" {
 
-int gf_abi_version() { return 4; }
+int gf_abi_version() { return 5; }
 
 // reduce: 0 sum, 1 mean, 2 max, 3 min. dtype: 0 float32, 1 float64. index64: 0 int32
 // ptr/index, 1 int64. arg: [rows, width] winners in the index type, or null (max/min only).
