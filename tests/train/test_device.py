@@ -83,3 +83,13 @@ def test_graph_batch_to_keeps_the_batch():
     assert torch.equal(moved.graph_ptr, batch.graph_ptr)
     assert torch.equal(moved.graph_mask, batch.graph_mask)
     assert moved == batch
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_varmisuse_main_device_error_is_one_line():
+    result = subprocess.run([sys.executable, "-m", "gnnforge.train.varmisuse_main", "--device",
+                             "cuda"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "python -m gnnforge.train.varmisuse_main: error: --device cuda: CUDA is not available "
+        "(this torch build has no CUDA support); use --device cpu"]
