@@ -8,8 +8,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gnnforge._device import resolve_device
-
 __all__ = ["ConfigError", "TrainConfig", "load_config"]
 
 TASKS = ("graph", "node", "link", "varmisuse")
@@ -222,6 +220,8 @@ def validate(config: TrainConfig) -> None:
                                   f"(got --task {config.task})")
     _validate_varmisuse(config)
     _validate_dataset(config)
+    from gnnforge._device import resolve_device  # imports torch: not for `--help`
+
     try:
         resolve_device(config.device)
     except ValueError as error:
