@@ -8,9 +8,11 @@ non-blocking, so they overlap the kernels already queued; a copy to the CPU is a
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:  # torch loads only when a device is resolved: `--help` never imports it
+    import torch
+    from torch import Tensor
 
 __all__ = ["resolve_device", "to_device"]
 
@@ -23,6 +25,8 @@ def resolve_device(text: str | torch.device, option: str = "--device") -> torch.
     Raises:
         ValueError: one line naming `option`, the value and what this machine has.
     """
+    import torch
+
     name = str(text).strip()
     if not _PATTERN.fullmatch(name):
         raise ValueError(f"{option} must be 'cpu', 'cuda' or 'cuda:N', got {name!r}")

@@ -261,6 +261,11 @@ class _RealPrefix:
         self.batch, self.num_src_nodes, self.num_dst_nodes = batch, real, real
         self.num_edges = batch.num_edges
 
-    def csr(self) -> tuple[Tensor, Tensor, Tensor]:
-        rowptr, col, edge_ids = self.batch.csr()
+    def csr(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
+        rowptr, col, edge_ids = self.batch.csr(index_dtype)
         return rowptr[:self.num_dst_nodes + 1], col, edge_ids
+
+    def csc(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
+        # Real nodes' out-edges end at real nodes too (padding edges are padding loops).
+        colptr, row, edge_ids = self.batch.csc(index_dtype)
+        return colptr[:self.num_src_nodes + 1], row, edge_ids

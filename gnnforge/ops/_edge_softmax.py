@@ -66,9 +66,16 @@ def native_variant(backend: str) -> str | None:
     """
     if backend.startswith("native:"):
         return backend.split(":", 1)[1]
-    if backend == "native" or (backend == "auto" and native_available()):
+    if backend == "native" or (backend == "auto" and _library_built()):
         return ""
     return None
+
+
+@torch.compiler.assume_constant_result
+def _library_built() -> bool:
+    # A constant of the process: torch.compile takes it as one instead of tracing the
+    # build's file reads (a graph break under fullgraph=True).
+    return native_available()
 
 
 class _EdgeSoftmax(torch.autograd.Function):
