@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gnnforge._device import resolve_device
+
 __all__ = ["ConfigError", "TrainConfig", "load_config"]
 
 TASKS = ("graph", "node", "link", "varmisuse")
@@ -220,8 +222,6 @@ def validate(config: TrainConfig) -> None:
                                   f"(got --task {config.task})")
     _validate_varmisuse(config)
     _validate_dataset(config)
-    from gnnforge._device import resolve_device  # imports torch: not for `--help`
-
     try:
         resolve_device(config.device)
     except ValueError as error:
