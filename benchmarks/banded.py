@@ -58,19 +58,20 @@ def train_step(model, optimizer, batch, structure, autocast_dtype=None) -> None:
     optimizer.step()
 
 
-def time_steps(model, optimizer, work, repeats, device) -> float:
-    """Median seconds of one pass over `work` (a list of (batch, structure))."""
+def time_steps(model, optimizer, work, repeats, device, autocast_dtype=None) -> float:
+    """Median seconds of one pass over `work` (a list of (batch, structure)), every step
+    under autocast to `autocast_dtype` when given (the bf16 rows)."""
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize()
     for batch, structure in work:  # warm-up
-        train_step(model, optimizer, batch, structure)
+        train_step(model, optimizer, batch, structure, autocast_dtype)
     times = []
     for _ in range(repeats):
         sync()
         start = time.perf_counter()
         for batch, structure in work:
-            train_step(model, optimizer, batch, structure)
+            train_step(model, optimizer, batch, structure, autocast_dtype)
         sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
@@ -99,8 +100,8 @@ def measure(examples, size, args, device, autocast_dtype=None):
         torch.manual_seed(args.seed)
         model = VarMisuseModel(examples.num_labels, args.hidden, args.steps).to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-        seconds = time_steps(model, optimizer,
-                             [(b, s) for b, s in zip(batches, structures)], args.repeats, device)
+        seconds = time_steps(model, optimizer, [(b, s) for b, s in zip(batches, structures)],
+                             args.repeats, device, autocast_dtype)
         result[backend] = graphs / seconds
     return result
 

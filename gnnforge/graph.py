@@ -744,6 +744,11 @@ class GraphBatch(Graph):
                                 torch.zeros(extra_graphs, dtype=torch.bool, device=device)])
         return GraphBatch._make(union, graph_ptr, edge_ptr, graph_mask)
 
+    def to(self, device: torch.device | str) -> GraphBatch:
+        """The same batch (offsets and masks included) with every tensor on `device`."""
+        return GraphBatch._make(Graph.to(self, device), self.graph_ptr.to(device),
+                                self.edge_ptr.to(device), self.graph_mask.to(device))
+
     def unpad(self) -> GraphBatch:
         """The batch of real graphs only (inverse of `pad`)."""
         return GraphBatch.from_graphs(self.unbatch())

@@ -50,10 +50,15 @@ def propagate(blocks: BandedBlocks, E: Tensor, W: Tensor) -> Tensor:  # noqa: N8
     X = E.reshape(count, size, -1)  # [K, S, H]
     width = X.shape[-1]
     _check_weight(W, types, width)
-    M = torch.bmm(blocks.C, X)  # [K, S*P, H]
+    # Blocks built in float32 serve a bf16/fp16 model too: their entries are small edge
+    # counts, exact in either (a whole-model cast would otherwise fail in bmm; autocast
+    # casts both operands itself).
+    C, U, L = (block if block.dtype == X.dtype or torch.is_autocast_enabled(X.device.type)
+               else block.to(X.dtype) for block in (blocks.C, blocks.U, blocks.L))
+    M = torch.bmm(C, X)  # [K, S*P, H]
     if count > 1:
-        up = torch.bmm(blocks.U, X[1:])  # [K-1, S*P, H] into blocks 0..K-2
-        low = torch.bmm(blocks.L, X[:-1])  # [K-1, S*P, H] into blocks 1..K-1
+        up = torch.bmm(U, X[1:])  # [K-1, S*P, H] into blocks 0..K-2
+        low = torch.bmm(L, X[:-1])  # [K-1, S*P, H] into blocks 1..K-1
         M = M + F.pad(up, (0, 0, 0, 0, 0, 1)) + F.pad(low, (0, 0, 0, 0, 1, 0))
     return M.reshape(count * size, types * width) @ W  # [K*S, H_out]
 

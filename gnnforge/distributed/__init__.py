@@ -4,7 +4,8 @@ from gnnforge.distributed._cooperative import CooperativeMinibatch, CooperativeS
 from gnnforge.distributed._exchange import (ExchangePlan, PeerError, Traffic, all_to_all_ids,
                                             exchange, traffic)
 from gnnforge.distributed._groups import Cooperation, cooperation_groups
-from gnnforge.distributed._launch import ProcessResult, free_port, init_from_env, spawn
+from gnnforge.distributed._launch import (ProcessResult, default_backend, free_port,
+                                          init_from_env, spawn)
 from gnnforge.distributed._partition import balance, edge_cut, partition_nodes, rebalance
 from gnnforge.distributed._remote import fetch_rows, sample_remote
 from gnnforge.distributed._rendezvous import rendezvous_timeout
@@ -24,6 +25,7 @@ __all__ = [
     "all_to_all_ids",
     "balance",
     "cooperation_groups",
+    "default_backend",
     "edge_cut",
     "exchange",
     "fetch_rows",

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from gnnforge import ops
 from gnnforge.nn._aggregate import edge_weight_of
 from gnnforge.nn._gcn_norm import detached, gcn_norm_structure
 from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan
@@ -101,6 +102,9 @@ class GCNConv(nn.Module):
             weight = torch.eye(self.out_channels, dtype=x.dtype, device=x.device)[None]
         check_node_input("GCNConv", graph, x, weight.shape[1])
         structure = self._structure(graph, edge_weight_of("GCNConv", graph, edge_weight), x)
+        if torch.compiler.is_compiling() and structure.inv_sqrt_dst is not None:
+            out = _traced_gcn(structure, x, weight[0])                          # [Nd, O]
+            return out if self.bias is None else out + self.bias
         leaves = {"X": x, "W": weight}
         out = evaluate_plan(self, gcn_expression(), structure, leaves)  # [Nd, 1, O]
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
@@ -121,3 +125,16 @@ class GCNConv(nn.Module):
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}"
 
+
+def _traced_gcn(structure: Structure, x: Tensor, weight: Tensor) -> Tensor:
+    """Â (X W) with the precomputed edge norms, for torch.compile: the planner's IR and its
+    measurements are Python the tracer cannot see through, so a traced call takes PyG's
+    association (one weighted g-SpMM after the projection, through the custom op)."""
+    if "edge_norm" in structure.memo:
+        norm = structure.memo["edge_norm"]          # the eager warm-up's constant, [E, 1]
+    else:                                           # a weighted graph: norms carry autograd
+        norm = ops.gsddmm(structure.graph, "mul", structure.inv_sqrt_src,
+                          structure.inv_sqrt_dst, "u", "v")
+        if structure.edge_weight is not None:
+            norm = norm * structure.edge_weight.reshape(norm.shape)
+    return ops.u_mul_e_sum(structure.graph, x @ weight, norm.reshape(-1, 1))

@@ -119,7 +119,15 @@ def gine_message_sum(graph: Any, x: Tensor, table: Tensor, code: Tensor | None =
                                            index_dtype(graph, forced), variant or None)
     if _eager(x, table, self_weight):
         return _GineMessageSum.apply(x, table, self_weight, code, rowptr, col, eids)
-    return gine_op(x, table, self_weight, code, rowptr, col, eids)
+    # Traced: the custom op, on the same kernels as the eager path (the native library's
+    # when it is the chosen backend, with the CSC its backward pulls over; else numba's).
+    if variant is None:
+        csc = (rowptr.new_empty(0),) * 3
+    else:
+        indices = index_dtype(graph, choose("gspmm", x.device).index_dtype)
+        (rowptr, col, eids), csc = graph.csr(indices), graph.csc(indices)
+    return gine_op(x, table, self_weight, code, rowptr, col, eids, *csc,
+                   "numba" if variant is None else f"native:{variant}")
 
 
 def _eager(*tensors: Tensor) -> bool:
@@ -132,12 +140,6 @@ _PLAIN = (Tensor, torch.nn.Parameter)
 
 
 def _run_forward(x, table, self_weight, code, rowptr, col, eids) -> Tensor:
-    # Checked here, inside the op, so traced calls are checked too (the kernel does not
-    # bounds-check, and under torch.compile a data-dependent test outside an op would break
-    # the graph).
-    if code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
-        raise ValueError(f"gine_message_sum: code values must lie in [0, {table.shape[0]}), "
-                         f"got [{int(code.min())}, {int(code.max())}]")
     x, table = x.contiguous(), table.contiguous()
     out = x.new_zeros(rowptr.numel() - 1, x.shape[1])
     _forward(*_numpy(rowptr, col, eids, code, x, table), float(self_weight), out.numpy())
@@ -152,6 +154,22 @@ def _run_backward(grad, x, table, self_weight, code, rowptr, col, eids):
     return grad_x, grad_table
 
 
+def _check_code(code: Tensor, table: Tensor) -> None:
+    # Checked inside the op, so traced calls are checked too: the kernels do not
+    # bounds-check, and under torch.compile a data-dependent test outside an op would break
+    # the graph.
+    if code.numel() and (int(code.min()) < 0 or int(code.max()) >= table.shape[0]):
+        raise ValueError(f"gine_message_sum: code values must lie in [0, {table.shape[0]}), "
+                         f"got [{int(code.min())}, {int(code.max())}]")
+
+
+def _native(backend: str) -> tuple[bool, str | None]:
+    """(native?, variant) of the op's backend string ('numba' or 'native:VARIANT')."""
+    if backend == "numba":
+        return False, None
+    return True, backend.split(":", 1)[1] or None
+
+
 def _weight_grad(grad: Tensor, x: Tensor, self_weight: Tensor) -> Tensor:
     """d/dw sum_v <grad_v, w x_v> over the destination rows."""
     rows = grad.shape[0]
@@ -162,6 +180,7 @@ def _weight_grad(grad: Tensor, x: Tensor, self_weight: Tensor) -> Tensor:
 class _GineMessageSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, table, self_weight, code, rowptr, col, eids):
+        _check_code(code, table)
         ctx.save_for_backward(x, table, self_weight, code, rowptr, col, eids)
         return _run_forward(x, table, self_weight, code, rowptr, col, eids)
 
@@ -178,38 +197,58 @@ class _GineMessageSum(torch.autograd.Function):
 
 @torch.library.custom_op("gnnforge::gine_message_sum", mutates_args=())
 def gine_op(x: Tensor, table: Tensor, self_weight: Tensor, code: Tensor, rowptr: Tensor,
-            col: Tensor, eids: Tensor) -> Tensor:
-    """[num_dst, F] the fused GINE message sum (see `gine_message_sum`)."""
+            col: Tensor, eids: Tensor, colptr: Tensor, row: Tensor, ceids: Tensor,
+            backend: str) -> Tensor:
+    """[num_dst, F] the fused GINE message sum (see `gine_message_sum`).
+
+    CSR by destination for the forward; CSC by source (empty for numba) for the native
+    backward. backend: 'numba' or 'native:VARIANT' ('native:' the default build).
+    """
+    _check_code(code, table)
+    native, variant = _native(backend)
+    if native:
+        out = gine_forward_native(rowptr, col, eids, code, x.contiguous(), table.contiguous(),
+                                  float(self_weight), variant)
+        return out.clone()  # a fresh tensor: pooled buffers are reused after release
     return _run_forward(x, table, self_weight, code, rowptr, col, eids)
 
 
 @gine_op.register_fake
-def _(x, table, self_weight, code, rowptr, col, eids):
+def _(x, table, self_weight, code, rowptr, col, eids, colptr, row, ceids, backend):
     return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
 
 @torch.library.custom_op("gnnforge::gine_message_sum_backward", mutates_args=())
 def gine_backward_op(grad: Tensor, x: Tensor, table: Tensor, self_weight: Tensor,
-                     code: Tensor, rowptr: Tensor, col: Tensor,
-                     eids: Tensor) -> tuple[Tensor, Tensor]:
+                     code: Tensor, rowptr: Tensor, col: Tensor, eids: Tensor, colptr: Tensor,
+                     row: Tensor, ceids: Tensor, backend: str) -> tuple[Tensor, Tensor]:
     """(grad_x [N, F], grad_table [K, F]) of the fused GINE message sum."""
+    native, variant = _native(backend)
+    if native:
+        grad_x, grad_table = gine_backward_native(
+            (rowptr, col, eids), (colptr, row, ceids), code, x.contiguous(),
+            table.contiguous(), float(self_weight), grad.contiguous(), variant)
+        return grad_x.clone(), grad_table.clone()
     return _run_backward(grad, x, table, self_weight, code, rowptr, col, eids)
 
 
 @gine_backward_op.register_fake
-def _(grad, x, table, self_weight, code, rowptr, col, eids):
+def _(grad, x, table, self_weight, code, rowptr, col, eids, colptr, row, ceids, backend):
     return torch.empty_like(x), torch.empty_like(table)
 
 
 def _setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
+    *tensors, backend = inputs
+    ctx.save_for_backward(*tensors)
+    ctx.backend = backend
 
 
 def _op_backward(ctx, grad):
-    x, table, self_weight, code, rowptr, col, eids = ctx.saved_tensors
-    grad_x, grad_table = gine_backward_op(grad, x, table, self_weight, code, rowptr, col, eids)
+    x, table, self_weight, code, *graph = ctx.saved_tensors
+    grad_x, grad_table = gine_backward_op(grad, x, table, self_weight, code, *graph,
+                                          ctx.backend)
     grad_weight = _weight_grad(grad, x, self_weight) if ctx.needs_input_grad[2] else None
-    return grad_x, grad_table, grad_weight, None, None, None, None
+    return grad_x, grad_table, grad_weight, None, None, None, None, None, None, None, None
 
 
 gine_op.register_autograd(_op_backward, setup_context=_setup)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -78,7 +79,9 @@ class SAGEConv(nn.Module):
         if isinstance(x, SparseFeatures):
             return self._sparse_forward(graph, x)
         check_node_input("SAGEConv", graph, x)
-        if self.aggr == "max":
+        # Traced (torch.compile): PyG's association, aggregate then project; the planner's
+        # IR and measurements are Python the tracer cannot see through.
+        if self.aggr == "max" or torch.compiler.is_compiling():
             out = self.lin_l(reduce_neighbors(graph, x, self.aggr))
             if self.lin_r is not None:
                 out = out + self.lin_r(dst_part(graph, x))

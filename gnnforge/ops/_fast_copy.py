@@ -30,11 +30,13 @@ _FLOATS = (torch.float32, torch.float64)
 
 def copy_u_fast(graph, reduce: str, x) -> Tensor | None:
     """copy_u `reduce` ('sum' or 'mean') of x over graph, or None when not eligible."""
+    if torch.compiler.is_compiling():  # traced: the custom ops (dynamo cannot read forced())
+        return None
     _check_graph(graph)
     backend = _cpu_backend()
     if not (backend and type(x) in _PLAIN and x.dim() == 2
             and x.dtype in _FLOATS and x.device.type == "cpu" and x.is_contiguous()
-            and x.shape[0] == graph.num_src_nodes and not torch.compiler.is_compiling()):
+            and x.shape[0] == graph.num_src_nodes):
         return None
     if torch.is_grad_enabled() and x.requires_grad:
         if torch._C._are_functorch_transforms_active():

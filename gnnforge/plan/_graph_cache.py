@@ -42,6 +42,13 @@ class GraphCache:
         """The value for (graph, key), built once by `build()` (without autograd, outside
         inference mode, so it can be used by any later forward and backward)."""
         full = (id(graph), key)
+        if torch.compiler.is_compiling():
+            # Traced (torch.compile): no lock (dynamo cannot enter one) and no reordering
+            # (a traced mutation of this cache would fail its guard and recompile). A hit
+            # is read as is; a miss is built into the graph and not stored: warm the cache
+            # with one eager call first (`gnnforge train --compile` does).
+            entry = self._entries.get(full)
+            return entry[1] if entry is not None and entry[0] is graph else build()
         with self._lock:
             entry = self._entries.get(full)
             if entry is not None and entry[0] is graph:

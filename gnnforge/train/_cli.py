@@ -127,7 +127,8 @@ def build_task(config: TrainConfig) -> Any:
 # VarMisuse runner keeps its own defaults, e.g. 3 epochs and 30 files, otherwise).
 _VARMISUSE_FIELDS = {"epochs": "epochs", "hidden": "hidden", "lr": "lr", "seed": "seed",
                      "progress": "progress", "layers": "num_steps", "limit": "max_files",
-                     "block_size": "block_size", "slots": "num_slots", "threads": "threads"}
+                     "block_size": "block_size", "slots": "num_slots", "threads": "threads",
+                     "device": "device", "compile": "compile"}
 
 
 def _varmisuse_options(config: TrainConfig, explicit: set[str]) -> dict[str, Any]:
@@ -166,10 +167,16 @@ def run_varmisuse_task(config: TrainConfig, explicit: set[str]) -> int:
     print(results["corpus"], results["examples"], sep="\n")
     print(table)
     print(f"{results['seconds']:.0f} s, world size {results['world_size']}")
+    counts = results.get("compile")
+    compile_line = None if counts is None else (
+        f"compile: frames={counts['frames']} graph_breaks={counts['graph_breaks']} "
+        f"recompiles={counts['recompiles']}")
     if results["world_size"] == 1 or _rank() == 0:
         (out_dir / "varmisuse.json").write_text(json.dumps(results, indent=2, default=str))
         (out_dir / "varmisuse.md").write_text(table + "\n")
         print(f"results written to {out_dir / 'varmisuse.json'} and varmisuse.md")
+    if compile_line is not None:  # the run's last line, as the engine's tasks end
+        print(compile_line)
     return 0
 
 

@@ -231,9 +231,16 @@ def validate(config: TrainConfig) -> None:
         raise ConfigError(f"--device {config.device}: cooperative and partitioned training "
                           "exchange CPU rows and run on the CPU in this build; use --device cpu")
     _validate_distributed(config)
-    if config.compile and config.task != "graph":
-        raise ConfigError(f"--compile supports --task graph (packed batches) in this build, "
-                          f"not --task {config.task}")
+    if config.compile and not (config.task == "graph"
+                               or (config.task == "node" and config.mode == "full")
+                               or (config.task == "varmisuse" and config.backend == "banded")):
+        raise ConfigError("--compile needs fixed shapes: --task graph (packed batches), "
+                          "--task node --mode full (the whole graph each step) or --task "
+                          "varmisuse --backend banded (K*S slots per batch); sampled "
+                          f"minibatches change shape every step (got --task {config.task}"
+                          + (f" --mode {config.mode}" if config.task == "node" else "")
+                          + (f" --backend {config.backend}" if config.task == "varmisuse"
+                             else "") + ")")
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
 

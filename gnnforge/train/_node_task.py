@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from gnnforge._device import to_device
 from gnnforge.graph import Graph
+from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._config import TrainConfig
 
 __all__ = ["NodeTask", "load_node_dataset"]
@@ -89,6 +90,11 @@ class NodeTask:
         self.device_inputs = (self.inputs if self.device.type == "cpu"
                               else self.inputs.to(self.device))
         self.y_device = self.y.to(self.device)
+        # --compile (full-graph mode): the loss under torch.compile, one graph (the whole
+        # graph is the batch); the first call runs the model once eagerly to prepare the
+        # layers' per-graph structures, which the traced calls then read.
+        self.compiled = CompiledLoss(self._full_loss) if config.compile else None
+        self._prepared = False
         # Read by the engine: every process takes its share of every batch.
         self.cooperative = config.distributed == "cooperative"
         self._order = self.train_nodes
@@ -163,9 +169,21 @@ class NodeTask:
                 features, seeds = to_device(features, self.device), seeds.to(self.device)
             logits = model(blocks, features)
             return F.cross_entropy(logits, self.y_device[seeds]), int(seeds.numel())
-        logits = model(self.device_graph, self.device_inputs)
         nodes = self.train_nodes.to(self.device)
-        return F.cross_entropy(logits[nodes], self.y_device[nodes]), int(nodes.numel())
+        if self.compiled is None:
+            return self._full_loss(model, self.device_graph, self.device_inputs, self.y_device,
+                                   nodes), int(nodes.numel())
+        if not self._prepared:  # with autograd on, so the backward's formats are built too
+            model(self.device_graph, self.device_inputs)
+            self._prepared = True
+        return self.compiled(model, self.device_graph, self.device_inputs, self.y_device,
+                             nodes), int(nodes.numel())
+
+    @staticmethod
+    def _full_loss(model: nn.Module, graph: Graph, inputs: Any, y: Tensor,
+                   nodes: Tensor) -> Tensor:
+        """Cross-entropy of the full-graph logits on `nodes` (compilable)."""
+        return F.cross_entropy(model(graph, inputs)[nodes], y[nodes])
 
     @torch.no_grad()
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:

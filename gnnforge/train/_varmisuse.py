@@ -24,16 +24,20 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from gnnforge._device import resolve_device
 from gnnforge.banded import BandedBlocks, compile_blocks, compile_dataset, supergraph_batch
 from gnnforge.data import program_graphs
+from gnnforge.distributed import default_backend
 from gnnforge.graph import GraphBatch
 from gnnforge.nn import GGNNConv
+from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._varmisuse_data import (
     ROLE_CANDIDATE,
     VARMISUSE_EDGE_TYPES,
     split_by_file,
     varmisuse_examples,
 )
+from gnnforge.train._varmisuse_static import banded_inputs, static_banded_loss
 
 __all__ = ["VarMisuseConfig", "VarMisuseModel", "candidate_loss", "evaluate", "format_results",
            "run_varmisuse"]
@@ -61,6 +65,12 @@ class VarMisuseConfig:
     model_seed: int | None = None  # initialisation and batch order; None: same as seed
     progress: bool = True
     threads: int = 1  # torch threads per process (the CLI applies it); more thrash a shared CPU
+    # Where the models train and evaluate ('cpu', 'cuda', 'cuda:N'): batches are assembled
+    # on the CPU, moved there, and banded blocks are built there from the moved batch.
+    device: str = "cpu"
+    # Train the banded model's step under torch.compile(fullgraph=True, dynamic=False): the
+    # loss over all K*S slots, masked (`_varmisuse_static`); results gain "compile" counts.
+    compile: bool = False
     sync_file: str | None = None  # DDP test hook: each rank saves its parameters here (+rank)
 
 
@@ -115,19 +125,27 @@ def _batches(compiled, indices: list[int]):
 
 
 def _structure(batch: GraphBatch, backend: str, compiled) -> GraphBatch | BandedBlocks:
+    """The batch itself (sparse) or its banded blocks, built on the batch's device."""
     if backend == "sparse":
         return batch
     return compile_blocks(batch, compiled.block_size, compiled.num_edge_types, compiled.num_blocks)
 
 
+def _on(batch: GraphBatch, device: torch.device) -> GraphBatch:
+    return batch if batch.device == device else batch.to(device)
+
+
 def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
              compiled, progress: bool = False, desc: str = "evaluate") -> tuple[float, float]:
-    """(accuracy, chance accuracy) over the batches; NaN for an empty split."""
+    """(accuracy, chance accuracy) over the batches (on the model's device); NaN for an
+    empty split."""
     correct = total = 0
     chance = 0.0
     model.eval()
+    device = next(model.parameters()).device
     with torch.no_grad():
         for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+            batch = _on(batch, device)
             scores = model(batch, _structure(batch, backend, compiled))
             _, hits, count = candidate_loss(scores, batch)
             correct += hits
@@ -141,10 +159,13 @@ def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
 
 
 def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: str,
-           compiled, train_ids: list[int], rank: int, world: int) -> nn.Module:
+           compiled, train_ids: list[int], rank: int, world: int,
+           step: CompiledLoss | None = None) -> nn.Module:
+    """One model trained on `backend`; with `step`, each banded step runs compiled."""
     seed = config.seed if config.model_seed is None else config.model_seed
     torch.manual_seed(seed)
-    model = VarMisuseModel(num_labels, config.hidden, num_steps)
+    device = torch.device(config.device)
+    model = VarMisuseModel(num_labels, config.hidden, num_steps).to(device)
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=num_steps == 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -157,8 +178,13 @@ def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: st
                    disable=not config.progress or rank != 0)
         for group in bar:
             (batch,) = _batches(compiled, [group])
+            batch = _on(batch, device)
             model.train()
-            loss, _, _ = candidate_loss(model(batch, _structure(batch, backend, compiled)), batch)
+            structure = _structure(batch, backend, compiled)
+            if step is not None:
+                loss, _, _ = step(model, *banded_inputs(batch, structure))
+            else:
+                loss, _, _ = candidate_loss(model(batch, structure), batch)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -188,6 +214,10 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
     for backend in config.backends:
         if backend not in BACKENDS:
             raise ValueError(f"VarMisuse: backend must be one of {BACKENDS}, got {backend!r}")
+    resolve_device(config.device)  # before any work: a one-line error without CUDA
+    if config.compile and config.backends != ("banded",):
+        raise ValueError(f"VarMisuse: compile runs the banded step (fixed K*S slots); pass "
+                         f"backends=('banded',), got {config.backends}")
     if config.num_slots % config.block_size:
         raise ValueError(f"VarMisuse: num_slots ({config.num_slots}) must be a multiple of "
                          f"block_size ({config.block_size})")
@@ -202,9 +232,11 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
     if config.baseline:
         runs.append(("sparse", 0))
     rows = []
+    step = CompiledLoss(static_banded_loss) if config.compile else None
     for backend, steps in runs:
         model = _train(config, examples.num_labels, steps, backend, compiled["train"],
-                       list(range(len(compiled["train"].supergraphs))), rank, world)
+                       list(range(len(compiled["train"].supergraphs))), rank, world,
+                       step if backend == "banded" and steps == config.num_steps else None)
         row = dict(train_backend=backend, num_steps=steps)
         show = config.progress and rank == 0
         for name in ("valid", "test"):
@@ -216,7 +248,10 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
         if config.sync_file and backend == config.backends[0] and steps == config.num_steps:
             _save_parameters(model, f"{config.sync_file}.rank{rank}")
     chance = tuple(evaluate(model, batches[n], "sparse", compiled[n])[1] for n in ("valid", "test"))
+    counts = None if step is None else dict(zip(("frames", "graph_breaks", "recompiles"),
+                                                  step.counts()))
     return dict(rows=rows, chance=chance, corpus=corpus.report(), examples=examples.report(),
+                compile=counts,
                 compiled={n: c.report() for n, c in compiled.items()},
                 sizes={n: sum(len(g) for g in c.supergraphs) for n, c in compiled.items()},
                 seconds=time.perf_counter() - start, world_size=world, config=asdict(config))
@@ -225,7 +260,7 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
 def _distributed() -> tuple[int, int]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group(default_backend())  # gloo for CPU tensors, NCCL for CUDA
     return (dist.get_rank(), dist.get_world_size()) if world > 1 else (0, 1)
 
 

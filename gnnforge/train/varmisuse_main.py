@@ -12,6 +12,7 @@ from dataclasses import fields
 import torch
 import torch.distributed as dist
 
+from gnnforge._device import resolve_device
 from gnnforge.train._varmisuse import VarMisuseConfig, format_results, run_varmisuse
 
 __all__ = ["main"]
@@ -41,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     if args["max_files"] == 0:
         args["max_files"] = None
     torch.set_num_threads(args["threads"])
+    try:
+        resolve_device(args["device"])  # a one-line error, before anything loads
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     results = run_varmisuse(VarMisuseConfig(**args))
     if results["world_size"] == 1 or dist.get_rank() == 0:
         print(results["corpus"], results["examples"], sep="\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -144,3 +146,30 @@ def test_errors_name_the_problem():
         propagate(blocks, torch.zeros(4, 2), torch.zeros(5, 2))
     with pytest.raises(ValueError, match="edge_type goes up to 2"):
         sparse_propagate(graph, torch.zeros(3, 2), torch.zeros(4, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("kind", ["banded", "sparse"])
+def test_half_precision_models_run_on_float32_structures(dtype, kind):
+    """A whole-model cast and autocast both run, on blocks built in float32, and stay near
+    the float32 result (bf16 has 8 mantissa bits: a few percent)."""
+    from gnnforge.nn import GGNNConv
+
+    g = torch.Generator().manual_seed(0)
+    graph = Graph(torch.randint(0, 12, (40,), generator=g), torch.randint(0, 12, (40,), generator=g),
+                  16, edge_type=torch.randint(0, 2, (40,), generator=g))
+    structure = compile_blocks(graph, 8, 2, 2) if kind == "banded" else graph
+    assert kind == "sparse" or structure.C.dtype == torch.float32
+    torch.manual_seed(0)
+    conv = GGNNConv(8, 2, 2)
+    x = torch.randn(16, 8, generator=g)
+    expected = conv(x, structure)
+    half = copy.deepcopy(conv).to(dtype)
+    cast = half(x.to(dtype), structure)
+    cast.float().sum().backward()
+    assert cast.dtype == dtype and half.weight.grad.dtype == dtype
+    assert _rel_err(cast.float(), expected) < 0.05
+    with torch.autocast("cpu", dtype=dtype):
+        mixed = conv(x, structure)
+    mixed.float().sum().backward()
+    assert _rel_err(mixed.float(), expected) < 0.05

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ._backends import CPU_FAST
+from ._backends import CPU_FAST, NATIVE
 from .conftest import random_graph
 from gnnforge.graph import Graph
 import gnnforge.nn  # noqa: F401  (registers the fused GINE ops)
@@ -94,21 +94,22 @@ def test_gsddmm_passes_opcheck(backend, op, targets):
                           (arrays, lhs, rhs, op, *targets, backend))
 
 
+@pytest.mark.parametrize("backend", ["numba", *NATIVE])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_fused_gine_ops_pass_opcheck(dtype):
+def test_fused_gine_ops_pass_opcheck(dtype, backend):
     graph = random_graph("square", seed=8, num_edges=40)
-    rowptr, col, eids = graph.csr(torch.int32)
+    csr, csc = graph.csr(torch.int32), graph.csc(torch.int32)
     generator = torch.Generator().manual_seed(2)
     x = torch.randn(graph.num_nodes, 5, generator=generator, dtype=dtype, requires_grad=True)
     table = torch.randn(7, 5, generator=generator, dtype=dtype, requires_grad=True)
     weight = torch.tensor([1.5], dtype=dtype, requires_grad=True)
     code = torch.randint(0, 7, (graph.num_edges,), generator=generator)
     torch.library.opcheck(torch.ops.gnnforge.gine_message_sum.default,
-                          (x, table, weight, code, rowptr, col, eids))
+                          (x, table, weight, code, *csr, *csc, backend))
     grad = torch.randn(graph.num_nodes, 5, generator=generator, dtype=dtype)
     torch.library.opcheck(torch.ops.gnnforge.gine_message_sum_backward.default,
-                          (grad, x.detach(), table.detach(), weight.detach(), code, rowptr,
-                           col, eids))
+                          (grad, x.detach(), table.detach(), weight.detach(), code, *csr,
+                           *csc, backend))
 
 
 def test_max_without_recorded_winners_refuses_a_backward():

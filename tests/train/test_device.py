@@ -64,3 +64,32 @@ def test_node_task_trains_with_device_cpu(tmp_path, mode):
                           "batch_size": 256})
     summary = fit(config, NodeTask(config), printer=lambda line: None)
     assert 0.0 <= summary["best val_accuracy"] <= 1.0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_varmisuse_device_is_checked_before_any_work():
+    from gnnforge.train._varmisuse import VarMisuseConfig, run_varmisuse
+
+    with pytest.raises(ValueError, match="--device cuda: CUDA is not available"):
+        run_varmisuse(VarMisuseConfig(device="cuda", root="/nonexistent"))
+
+
+def test_graph_batch_to_keeps_the_batch():
+    from gnnforge.graph import GraphBatch
+
+    batch = GraphBatch.from_graphs(molecules(3, seed=1)).pad(40, 60, 5)
+    moved = batch.to("cpu")
+    assert isinstance(moved, GraphBatch)
+    assert torch.equal(moved.graph_ptr, batch.graph_ptr)
+    assert torch.equal(moved.graph_mask, batch.graph_mask)
+    assert moved == batch
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_varmisuse_main_device_error_is_one_line():
+    result = subprocess.run([sys.executable, "-m", "gnnforge.train.varmisuse_main", "--device",
+                             "cuda"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "python -m gnnforge.train.varmisuse_main: error: --device cuda: CUDA is not available "
+        "(this torch build has no CUDA support); use --device cpu"]
