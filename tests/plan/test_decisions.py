@@ -248,7 +248,7 @@ def test_decision_margin_is_the_largest_predicted_gain_that_lost():
 def test_layer_overheads_cover_every_planned_layer_and_mode():
     overheads = layer_overheads(samples=1)
     assert set(overheads) == {"GCNConv", "GATConv", "GATv2Conv", "SGConv", "TAGConv", "SAGEConv",
-                              "GINConv"}
+                              "GINConv", "RGCNConv"}
     assert all(set(m) == {"infer", "train"} and min(m.values()) > 0 for m in overheads.values())
 
 
