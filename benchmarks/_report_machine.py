@@ -26,7 +26,10 @@ _SHARED_LOAD = 0.5
 _PROBE = r"""
 import importlib, platform, sys
 parts = ["Python " + platform.python_version()]
-for module, label in (("torch", "torch"), ("dgl", "DGL"), ("torch_geometric", "PyG")):
+modules = [("torch", "torch")]
+if sys.argv[1] == "peers":
+    modules += [("dgl", "DGL"), ("torch_geometric", "PyG")]
+for module, label in modules:
     try:
         parts.append(label + " " + importlib.import_module(module).__version__)
     except Exception as error:
@@ -92,12 +95,12 @@ def git_commit(root: Path) -> str:
 
 
 @lru_cache(maxsize=None)
-def interpreter_versions(python: str) -> str:
-    """One line of versions as `python` sees them (asked once per process: importing torch
-    takes seconds)."""
+def interpreter_versions(python: str, peers: bool) -> str:
+    """One line of versions as `python` sees them, with DGL's and PyG's when `peers` (asked
+    once per process: importing torch takes seconds)."""
     try:
-        result = subprocess.run([python, "-c", _PROBE], text=True, capture_output=True,
-                                timeout=300)
+        result = subprocess.run([python, "-c", _PROBE, "peers" if peers else "-"], text=True,
+                                capture_output=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"interpreter {python} failed to start ({type(error).__name__})"
     if result.returncode != 0:

@@ -131,7 +131,7 @@ def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
     """Run one benchmark command and build its block (heading, command, machine, tables)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    versions = interpreter_versions(python)
+    versions = interpreter_versions(python, run.peer)
     load_before, start = os.getloadavg()[0], utc_now()
     print(f"[report] {section.name}.{run.name}: {_command(python, run, root)}",
           file=sys.stderr, flush=True)

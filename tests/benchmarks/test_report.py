@@ -148,6 +148,8 @@ def test_peer_runs_use_the_peer_interpreter_and_say_when_there_is_none(checkout)
     assert "peer mark: peer" in blocks["beta.peer"]
     assert f"`PYTHONPATH=. peer-python benchmarks/table.py b1`" in blocks["beta.peer"]
     assert "peer mark: none" in blocks["alpha.one"]  # not a peer run
+    assert "DGL " in blocks["beta.peer"] and "PyG " in blocks["beta.peer"]
+    assert "DGL" not in blocks["alpha.one"]  # versions of the peers only where they run
     assert _main(checkout, "--only", "beta") == 0
     peer = _blocks((checkout / "BENCHMARKS.md").read_text())["beta.peer"]
     assert "peer mark: none" in peer
