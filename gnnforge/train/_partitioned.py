@@ -63,7 +63,7 @@ class PartitionedNodeTask:
     cooperative = True  # every process takes part in every step; gradients are summed
 
     def __init__(self, config: TrainConfig) -> None:
-        from gnnforge.distributed import load_partition, read_manifest
+        from gnnforge.distributed import fix_mmap_threshold, load_partition, read_manifest
         from gnnforge.distributed._groups import cooperation_groups
         from gnnforge.sampling import DependentKeys, FeatureStore, LaborSampler, NeighborSampler
 
@@ -74,6 +74,9 @@ class PartitionedNodeTask:
         if not dist.is_initialized():
             raise ConfigError("--partitioned runs under torchrun (one process per part): "
                               "torchrun --nproc-per-node P -m gnnforge train --partitioned DIR")
+        # Freed minibatch arrays leave the process at once instead of staying in the heap
+        # of the thread that allocated them (see gnnforge/distributed/_memory.py).
+        fix_mmap_threshold()
         self.config = config
         self.independent = config.distributed == "independent"
         manifest = read_manifest(config.partitioned)
