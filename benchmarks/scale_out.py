@@ -164,8 +164,12 @@ def memory(args) -> None:
                                          env=env)
                     row = json.loads(out.stdout.strip().splitlines()[-1])
                     rows.append(dict(row, family=family, scale=scale))
-                    print(rows[-1], flush=True)
+                    print(rows[-1], file=sys.stderr, flush=True)
                 shutil.rmtree(folder)
+    print("Batch 1024, fanouts [10, 10, 10], 8 edges per node; medians over 10 minibatches "
+          "(each in a fresh peak-RSS window). rmat: an R-MAT of each size (its minibatches "
+          "grow with the graph). fixed: the 2^18 R-MAT's minibatches inside graphs of each "
+          "size (same minibatches, 16x the ids, rows and edges).")
     _memory_table(rows, args)
 
 
@@ -181,16 +185,18 @@ def _memory_table(rows: list[dict], args) -> None:
               f"{row['peak_mib']:.1f}, {row['peak_max_mib']:.1f} | {row['output_mib']:.1f} | "
               f"{row['scratch_mib']:.1f} | {row['scratch_per_edge']:.0f} | "
               f"{row['traced_mib']:.1f} |")
+    print()
     for family in args.families:
         for sampler_name in args.samplers:
             mine = [r for r in rows if r["family"] == family and r["sampler"] == sampler_name]
             if not mine:
                 continue
             ratio = lambda key: max(r[key] for r in mine) / min(r[key] for r in mine)  # noqa
-            print(f"{family} {sampler_name}: max/min over sizes: peak {ratio('peak_mib'):.3f}, "
-                  f"scratch {ratio('scratch_mib'):.3f}, scratch per sampled edge "
-                  f"{ratio('scratch_per_edge'):.3f}, sampled edges {ratio('sampled_edges'):.3f},"
-                  f" sampled vertices {ratio('vertices'):.3f}")
+            flat = "yes" if ratio("peak_mib") <= 1.10 else "no"
+            print(f"{family} {sampler_name}: max / min over the sizes: peak {ratio('peak_mib'):.3f}"
+                  f" (flat within 10%: {flat}), scratch {ratio('scratch_mib'):.3f}, scratch per "
+                  f"sampled edge {ratio('scratch_per_edge'):.3f}; the minibatch itself: sampled "
+                  f"edges {ratio('sampled_edges'):.3f}, vertices {ratio('vertices'):.3f}.")
 
 
 # -- ranks ----------------------------------------------------------------------------
