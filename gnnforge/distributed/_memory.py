@@ -1,16 +1,17 @@
-"""Keep a rank's resident memory at its live memory: freed large arrays go back at once.
+"""Optionally keep a rank's resident memory at its live memory: freed arrays go back at once.
 
 glibc serves an allocation of at least M_MMAP_THRESHOLD bytes (128 KiB at start) with its
 own mmap and unmaps it on free. But each such free raises the threshold to the freed
 size (up to 32 MiB), so from then on minibatch-sized arrays come from the heap of the
 thread that allocates them and stay there when freed: every thread's heap keeps its own
-high-water mark. A rank that prefetches has two busy threads (sampling and fetching in
-one, compute in the other) and so two high-water marks; measured on R-MAT 2^17 with 4
-ranks, that was 60-115 MiB of a rank's peak RSS, with or without prefetching. Setting
-the threshold explicitly turns the raising off (mallopt(3)), so arrays of 128 KiB or
-more are unmapped when freed and the peak follows what is alive at once. The price is a
-page fault per 4 KiB the next time such an array is written (BENCHMARKS.md,
-"Scale-out", measures it against the sampling and compute that fill the array).
+high-water mark, and a rank that prefetches has two busy threads (sampling and fetching
+in one, compute in the other). Setting the threshold explicitly turns the raising off
+(mallopt(3)): arrays at least that large are unmapped when freed and the peak follows
+what is alive at once. The price is a page fault per 4 KiB each time such an array is
+written again, and an unmap per free. Measured with 4 ranks on R-MAT 2^17 (BENCHMARKS.md,
+"Scale-out"), that saves a rank 100-190 MiB of peak RSS but makes an epoch markedly
+slower, so it is opt-in: `GNNFORGE_MMAP_THRESHOLD=131072 gnnforge train --partitioned
+...` sets it in every rank.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 
-__all__ = ["fix_mmap_threshold"]
+__all__ = ["ENV_THRESHOLD", "fix_mmap_threshold", "mmap_threshold_from_env"]
+
+ENV_THRESHOLD = "GNNFORGE_MMAP_THRESHOLD"
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
 DEFAULT_THRESHOLD = 128 * 1024  # glibc's own starting value, kept fixed
@@ -56,3 +60,22 @@ def fix_mmap_threshold(nbytes: int = DEFAULT_THRESHOLD) -> bool:
                          f"{nbytes!r}")
     mallopt = _mallopt()
     return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, nbytes) == 1
+
+
+def mmap_threshold_from_env() -> int | None:
+    """The threshold `$GNNFORGE_MMAP_THRESHOLD` asks for in bytes (None: unset or empty).
+
+    Raises:
+        ValueError: when it is not a whole number of bytes in [1, 2^31).
+    """
+    setting = os.environ.get(ENV_THRESHOLD, "").strip()
+    if not setting:
+        return None
+    try:
+        value = int(setting)
+    except ValueError:
+        value = 0
+    if not 0 < value < 2**31:
+        raise ValueError(f"{ENV_THRESHOLD} must be a whole number of bytes in [1, 2^31), "
+                         f"e.g. 131072, got {setting!r}")
+    return value

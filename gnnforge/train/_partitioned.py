@@ -63,7 +63,8 @@ class PartitionedNodeTask:
     cooperative = True  # every process takes part in every step; gradients are summed
 
     def __init__(self, config: TrainConfig) -> None:
-        from gnnforge.distributed import fix_mmap_threshold, load_partition, read_manifest
+        from gnnforge.distributed import load_partition, read_manifest
+        from gnnforge.distributed._memory import fix_mmap_threshold, mmap_threshold_from_env
         from gnnforge.distributed._groups import cooperation_groups
         from gnnforge.sampling import DependentKeys, FeatureStore, LaborSampler, NeighborSampler
 
@@ -74,9 +75,14 @@ class PartitionedNodeTask:
         if not dist.is_initialized():
             raise ConfigError("--partitioned runs under torchrun (one process per part): "
                               "torchrun --nproc-per-node P -m gnnforge train --partitioned DIR")
-        # Freed minibatch arrays leave the process at once instead of staying in the heap
-        # of the thread that allocated them (see gnnforge/distributed/_memory.py).
-        fix_mmap_threshold()
+        # Opt-in: freed minibatch arrays leave the process at once instead of staying in
+        # the heap of the thread that allocated them (gnnforge/distributed/_memory.py).
+        try:
+            threshold = mmap_threshold_from_env()
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if threshold is not None:
+            fix_mmap_threshold(threshold)
         self.config = config
         self.independent = config.distributed == "independent"
         manifest = read_manifest(config.partitioned)

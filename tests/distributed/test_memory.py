@@ -1,4 +1,5 @@
-"""A fixed mmap threshold returns freed arrays to the system at once (glibc)."""
+"""A fixed mmap threshold returns freed arrays to the system at once (glibc); the
+opt-in setting is read from the environment and checked."""
 
 from __future__ import annotations
 
@@ -53,3 +54,16 @@ def test_threshold_checked():
         fix_mmap_threshold(0)
     with pytest.raises(ValueError, match="nbytes must be an int"):
         fix_mmap_threshold(2**31)
+
+
+def test_threshold_from_the_environment(monkeypatch):
+    from gnnforge.distributed._memory import ENV_THRESHOLD, mmap_threshold_from_env
+
+    monkeypatch.delenv(ENV_THRESHOLD, raising=False)
+    assert mmap_threshold_from_env() is None
+    monkeypatch.setenv(ENV_THRESHOLD, " 131072 ")
+    assert mmap_threshold_from_env() == 131072
+    for bad in ("128k", "0", "-5", str(2**31)):
+        monkeypatch.setenv(ENV_THRESHOLD, bad)
+        with pytest.raises(ValueError, match=f"GNNFORGE_MMAP_THRESHOLD must be .* got '{bad}'"):
+            mmap_threshold_from_env()
