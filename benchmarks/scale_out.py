@@ -144,7 +144,10 @@ def _memory_child(sampler_name: str, directory: str) -> dict:
             "sampled_edges": sampled, "peak_mib": peak / 2**20,
             "peak_max_mib": max(row[2] for row in rows) / 2**20, "output_mib": output / 2**20,
             "scratch_mib": float(np.median(scratch)) / 2**20, "traced_mib": traced / 2**20,
-            "scratch_per_edge": float(np.median([s / row[1] for s, row in zip(scratch, rows)]))}
+            "scratch_per_edge": float(np.median([s / row[1] for s, row in zip(scratch, rows)])),
+            # The compaction map and the picks are sized by vertices plus edges.
+            "scratch_per_item": float(np.median([s / (row[0] + row[1])
+                                                 for s, row in zip(scratch, rows)]))}
 
 
 def memory(args) -> None:
@@ -178,14 +181,14 @@ def _memory_table(rows: list[dict], args) -> None:
     print("\n| graph | sampler | nodes | edges | CSR (MiB) | sampled vertices / batch | sampled "
           "edges / batch | peak RSS above pre-sampling (MiB; median, max of 10) | blocks "
           "returned (MiB) | scratch = peak - blocks (MiB) | scratch bytes / sampled edge | "
-          "tracemalloc peak (MiB) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "scratch bytes / (sampled vertex + edge) | tracemalloc peak (MiB) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(f"| {row['family']} | {row['sampler']} | 2^{row['scale']} | {row['edges']:,} | "
               f"{row['graph_mib']:.0f} | {row['vertices']:,.0f} | {row['sampled_edges']:,.0f} | "
               f"{row['peak_mib']:.1f}, {row['peak_max_mib']:.1f} | {row['output_mib']:.1f} | "
               f"{row['scratch_mib']:.1f} | {row['scratch_per_edge']:.0f} | "
-              f"{row['traced_mib']:.1f} |")
+              f"{row['scratch_per_item']:.1f} | {row['traced_mib']:.1f} |")
     print()
     for family in args.families:
         for sampler_name in args.samplers:
@@ -196,8 +199,9 @@ def _memory_table(rows: list[dict], args) -> None:
             flat = "yes" if ratio("peak_mib") <= 1.10 else "no"
             print(f"{family} {sampler_name}: max / min over the sizes: peak {ratio('peak_mib'):.3f}"
                   f" (flat within 10%: {flat}), scratch {ratio('scratch_mib'):.3f}, scratch per "
-                  f"sampled edge {ratio('scratch_per_edge'):.3f}; the minibatch itself: sampled "
-                  f"edges {ratio('sampled_edges'):.3f}, vertices {ratio('vertices'):.3f}.")
+                  f"sampled edge {ratio('scratch_per_edge'):.3f}, per sampled vertex + edge "
+                  f"{ratio('scratch_per_item'):.3f}; the minibatch itself: sampled edges "
+                  f"{ratio('sampled_edges'):.3f}, vertices {ratio('vertices'):.3f}.")
 
 
 # -- ranks ----------------------------------------------------------------------------

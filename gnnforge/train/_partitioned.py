@@ -64,8 +64,8 @@ class PartitionedNodeTask:
 
     def __init__(self, config: TrainConfig) -> None:
         from gnnforge.distributed import load_partition, read_manifest
-        from gnnforge.distributed._memory import fix_mmap_threshold, mmap_threshold_from_env
         from gnnforge.distributed._groups import cooperation_groups
+        from gnnforge.distributed._memory import fix_mmap_threshold, mmap_threshold_from_env
         from gnnforge.sampling import DependentKeys, FeatureStore, LaborSampler, NeighborSampler
 
         if not dist.is_initialized() and "WORLD_SIZE" in os.environ:  # torchrun, even of 1
