@@ -35,11 +35,11 @@ _FLOAT32_WINNER_LIMIT = 2**31 - 1
 _SERIAL_SCATTER_BYTES = 1024
 
 
-# Kernel primitives (as `_autotune` names them) the library computes itself (add and mul:
-# `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
+# Kernel primitives (as `_autotune` names them) the library computes itself (add and mul,
+# and the g-SDDMMs: `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
 # so native variants are no candidates for them.
 _NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad", "add",
-                                "mul"})
+                                "mul", "sddmm_add", "sddmm_mul", "sddmm_dot"})
 
 
 def supports(primitive: str, reduce: str) -> bool:
