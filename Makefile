@@ -9,7 +9,7 @@ VENV := .venv
 PIP := $(VENV)/bin/python -m pip install -c constraints.txt
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test benchmarks clean
 
 setup: $(STAMP)
 
@@ -27,6 +27,12 @@ run: setup
 
 test: setup
 	$(VENV)/bin/python -m pytest -q
+
+# Regenerate BENCHMARKS.md (over an hour on 2 cores): `make benchmarks`, with
+# PEER_PYTHON=/path/to/venv/bin/python (DGL and PyG) for the peer columns and ONLY=SECTION,...
+# to rewrite some sections only (benchmarks/report.py).
+benchmarks: setup
+	$(VENV)/bin/python benchmarks/report.py $(if $(PEER_PYTHON),--peer-python $(PEER_PYTHON)) $(if $(ONLY),--only $(ONLY))
 
 clean:
 	rm -rf $(VENV) .gnnforge_cache "$${GNNFORGE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/gnnforge}"

@@ -20,6 +20,11 @@ strategy's total for ITERS iterations (default 100) including its overheads:
                  predicts, or measures the candidates in doubt (on a fingerprint
                  mismatch, e.g. under --backend numba with models fitted on native)
     oracle       ITERS x the best measured t
+    oracle (cv)  the same, the best chosen on one half of the rounds and timed on the
+                 other (both ways, averaged): picking the minimum of noisy medians and
+                 timing it with the same runs overstates the best plan's speed (the
+                 winner's curse: of several equally fast plans, the luckiest one wins);
+                 every other strategy's plan is chosen without these runs
 
 Running ITERS real iterations of every candidate of every configuration would take hours
 on this machine, so per-iteration times are medians of those runs and the totals are
@@ -33,7 +38,8 @@ noise" when its median is within that threshold of the best's; "indistinguishabl
 a two-sided Mann-Whitney U test on the two plans' runs gives p >= 0.05.
 
     PYTHONPATH=. python benchmarks/planner.py [--samples 6] [--iters 100] [--threads 1]
-        [--graphs NAME ...] [--models GCN GAT SAGE] [--backend numba] [--rows-out rows.jsonl]
+        [--graphs NAME ...] [--models GCN GAT SAGE] [--backend numba | --isa avx2]
+        [--rows-out rows.jsonl]
     PYTHONPATH=. python benchmarks/planner.py --summarize rows.jsonl ...
 """
 
@@ -180,6 +186,9 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--backend", default=None, choices=ops.BACKENDS,
                         help="force this aggregation backend (gnnforge.ops.use_backend)")
+    parser.add_argument("--isa", default=None, choices=["sse2", "avx2"],
+                        help="restrict the native kernels to this instruction set "
+                        "(GNNFORGE_ISA) and tune the kernel choices for it first")
     parser.add_argument("--cost-models", default=None,
                         help="cost-model folder (default: the models shipped with gnnforge)")
     parser.add_argument("--rows-out", default=None,
@@ -193,6 +202,13 @@ def main(argv=None) -> int:
         print_tables(rows)
         return 0
     limit_threads(args.threads)
+    if args.isa:  # read on every kernel choice; tuned up front, not in a timed call
+        import os
+
+        from gnnforge.ops import _autotune
+
+        os.environ["GNNFORGE_ISA"] = args.isa
+        _autotune.tune()
     if args.backend:
         with ops.use_backend(args.backend):
             return _run(args)
@@ -247,6 +263,18 @@ def _indistinguishable(a, b) -> bool:
     return a == b or mannwhitneyu(a, b, alternative="two-sided").pvalue >= 0.05
 
 
+def _cross_validated_best(times: dict, plans: list) -> float:
+    """Seconds of the best plan, chosen on the odd rounds and timed on the even ones,
+    and the other way round (the mean of the two); the plain best with < 2 rounds."""
+    if min(len(times[p]) for p in plans) < 2:
+        return min(_median(times[p]) for p in plans)
+    folds = []
+    for pick, judge in ((0, 1), (1, 0)):
+        best = min(plans, key=lambda p: _median(times[p][pick::2]))
+        folds.append(_median(times[best][judge::2]))
+    return statistics.fmean(folds)
+
+
 def evaluate_row(r, threshold: float) -> dict:
     """Strategy totals for `iters` iterations and the decision's quality for one row."""
     t = {p: _median(v) for p, v in r["times"].items()}
@@ -264,6 +292,7 @@ def evaluate_row(r, threshold: float) -> dict:
         "planner": r["auto_planning"] + sum(t[p] for p in auto_calls)
         + (iters - len(auto_calls)) * t[r["auto_plan"]],
         "oracle": iters * t[best],
+        "oracle_cv": iters * _cross_validated_best(r["times"], candidates_),
     }
     chosen = r["auto_plan"]
     return dict(
@@ -333,22 +362,23 @@ def print_tables(rows) -> None:
           f"odd rounds / median of even rounds - 1| over {sum(len(r['times']) for r in rows)}"
           " (configuration, candidate) pairs)\n")
     print("| model | mode | configs | width rule | predicted | planner (min / max) | oracle | "
-          "planner / oracle | planner >= width rule | measured | = best or indistinguishable "
-          "| significantly slower than default |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+          "planner / oracle | oracle (cv) | planner / oracle (cv) | planner >= width rule | "
+          "measured | = best or indistinguishable | significantly slower than default |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     groups = defaultdict(list)
     for r, e in results:
         groups[(r["model"], _mode(r))].append((r, e))
         groups[(r["model"], "all")].append((r, e))
     for (model_name, mode), group in sorted(groups.items()):
         sp = {k: _geomean([e["speedup"][k] for _, e in group])
-              for k in ("width", "predicted", "planner", "oracle")}
+              for k in ("width", "predicted", "planner", "oracle", "oracle_cv")}
         low = min(e["speedup"]["planner"] for _, e in group)
         high = max(e["speedup"]["planner"] for _, e in group)
         measured = sum(bool(r["auto_reason"]) for r, _ in group)
         print(f"| {model_name} | {mode} | {len(group)} | {sp['width']:.3f} | "
               f"{sp['predicted']:.3f} | {sp['planner']:.3f} ({low:.2f} / {high:.2f}) | "
               f"{sp['oracle']:.3f} | {sp['planner'] / sp['oracle']:.3f} | "
+              f"{sp['oracle_cv']:.3f} | {sp['planner'] / sp['oracle_cv']:.3f} | "
               f"{'yes' if sp['planner'] >= sp['width'] else 'no'} | {measured} | "
               f"{sum(e['judged'] for _, e in group)} | {sum(e['slower'] for _, e in group)} |")
     _print_legend(rows)

@@ -1,0 +1,130 @@
+"""What `benchmarks/report.py` runs: one section per capability, one run per command.
+
+To add a table to BENCHMARKS.md, add a `Run` to its capability's section here (or a new
+`Section`) and regenerate just it: `python benchmarks/report.py --only SECTION.RUN`. The
+run's arguments are what a reader types to reproduce the table, so keep them the
+script's documented defaults unless a smaller workload is the point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Run", "SECTIONS", "Section"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One benchmark command and the `###` heading its tables go under.
+
+    Attributes:
+        name: id within its section (`SECTION.name` is what `--only` takes).
+        title: the run's `###` heading in BENCHMARKS.md.
+        argv: the arguments after the interpreter, e.g. `("benchmarks/spmm.py", "--quick")`,
+            run from the repository root with it on PYTHONPATH.
+        peer: True when the script compares against DGL or PyG, so it runs under
+            `--peer-python` (the benchmark venv with both) when one is given.
+    """
+
+    name: str
+    title: str
+    argv: tuple[str, ...]
+    peer: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    """One capability: its marker name, `##` heading and runs in the order they print."""
+
+    name: str
+    title: str
+    runs: tuple[Run, ...]
+
+
+# Held-out graphs x widths x modes x GCN/GAT/SAGE: 72 configurations, ~5-10 min on 2 cores
+_PLANNER_EVAL = ("--graphs", "cora", "facebook", "rmat-s13-b", "mycielski-11", "--widths",
+                 "32:256,256:32,256:256", "--samples", "5", "--min-seconds", "0.5",
+                 "--max-samples", "20")
+
+SECTIONS: tuple[Section, ...] = (
+    Section("kernels", "Aggregation kernels (g-SpMM / g-SDDMM)", (
+        Run("spmm", "copy_u_sum, mean / max and u_dot_v vs torch.sparse.mm, PyG and DGL "
+            "(R-MAT and Pubmed)", ("benchmarks/spmm.py", "--quick"), peer=True),
+        Run("spmm-workloads", "copy_u_sum on the other workloads",
+            ("benchmarks/spmm.py", "--workloads",
+             "grid_shuffled,grid_rowmajor,uniform,github,slashdot,luxembourg_osm"), peer=True),
+        Run("selection", "Kernel selection: the default path vs every candidate vs DGL",
+            ("benchmarks/kernel_selection.py", "--restrictions"), peer=True),
+        Run("binary", "Binary-reduce, SDDMM and edge softmax grid vs DGL",
+            ("benchmarks/binary.py", "--repeats", "5"), peer=True),
+        Run("layers", "GCN / GAT / SAGE layers vs DGL and PyG, same weights",
+            ("benchmarks/layers.py",), peer=True),
+        Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
+            ("benchmarks/oversubscription.py",)),
+    )),
+    Section("packing", "Tuple packing", (
+        Run("report", "Efficiency at the dataset-maximum limits (the paper's Table 2 "
+            "setting)", ("-m", "gnnforge.cli", "pack", "--report", "--no-progress")),
+        Run("speed", "Speed", ("benchmarks/packing.py", "speed")),
+        Run("improve", "Improvement step under a budget",
+            ("benchmarks/packing.py", "improve", "--repeats", "3")),
+        Run("search", "Limit search (paper Figure 5)",
+            ("-m", "gnnforge.cli", "pack", "--search", "--source", "nci", "--no-progress")),
+        Run("train", "End-to-end: GIN on Tox21 with three batching schemes",
+            ("benchmarks/packing.py", "train", "--steps", "120", "--eval-every", "20")),
+    )),
+    Section("banded", "Banded dense propagation", (
+        Run("reorder", "Reordering statistics (paper Fig. 1)",
+            ("-m", "gnnforge.cli", "reorder", "--max-files", "0", "--no-progress")),
+        Run("ggnn", "GGNN training on program graphs: sparse vs banded",
+            ("benchmarks/banded.py", "--max-files", "30", "--repeats", "5")),
+    )),
+    Section("sampling", "Sampling and cooperative minibatching", (
+        Run("throughput", "Throughput (NS and LABOR-0, fanouts [10, 10, 10], batch 1024)",
+            ("benchmarks/sampling.py", "throughput")),
+        Run("targets", "LABOR-0 vs NS: sampled vertices (target: >= 20% fewer)",
+            ("benchmarks/sampling.py", "targets")),
+        Run("saturation", "LABOR-0's saving vs batch size and vs graph size",
+            ("benchmarks/sampling.py", "saturation")),
+        Run("curve", "Work vs batch size (the concavity curve)",
+            ("-m", "gnnforge.cli", "sample", "--graph", "musae-git,rmat", "--curve",
+             "--batch-sizes", "64,256,1024,4096", "--batches", "2", "--no-progress")),
+        Run("cooperative", "Cooperative vs independent minibatching at P = 2",
+            ("benchmarks/sampling.py", "cooperative")),
+        Run("cache", "Feature-cache miss rate vs kappa (dependent minibatches)",
+            ("benchmarks/sampling.py", "cache")),
+        Run("memory", "Sampling memory vs graph size", ("benchmarks/scale_out.py", "memory")),
+        Run("ranks", "Scale-out: 4 ranks on partitioned R-MAT 2^17",
+            ("benchmarks/scale_out.py", "ranks")),
+    )),
+    Section("planner", "Composition planner", (
+        Run("table3", "Planner vs fixed plans on held-out graphs, fitted kernels",
+            ("benchmarks/planner.py", *_PLANNER_EVAL)),
+        Run("table3_numba", "The same with the numba kernels forced, models not refitted",
+            ("benchmarks/planner.py", *_PLANNER_EVAL, "--backend", "numba")),
+        Run("table3_avx2", "The same with the native kernels restricted to AVX2, models "
+            "not refitted", ("benchmarks/planner.py", *_PLANNER_EVAL, "--isa", "avx2")),
+        Run("quick_profile", "`gnnforge plan profile --quick`: a refit on this machine",
+            ("-m", "gnnforge.cli", "plan", "profile", "--quick", "--no-progress", "--out",
+             "/tmp/gnnforge-quick-models")),
+        Run("overhead", "Planning overhead vs one iteration of the chosen plan",
+            ("benchmarks/planner_overhead.py",)),
+    )),
+    Section("compile", "Compiled vs eager training (`--compile`)", (
+        Run("graph", "Graph task: nci-tpsa GIN on packs",
+            ("benchmarks/compile.py", "--epochs", "6")),
+        Run("node", "Node task: full-graph GCN on Pubmed",
+            ("benchmarks/compile.py", "--task", "node", "--epochs", "30")),
+    )),
+    Section("end_to_end", "End to end", (
+        Run("training", "Training time vs PyG (and DGL), same models",
+            ("benchmarks/end_to_end.py",), peer=True),
+    )),
+    Section("parsing", "Dataset parsing", (
+        Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",
+            ("benchmarks/bench_parsing.py",)),
+    )),
+    Section("gpu", "GPU (Triton kernels)", (
+        Run("all", "Every GPU table", ("benchmarks/gpu.py",), peer=True),
+    )),
+)
