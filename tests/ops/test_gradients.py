@@ -1,8 +1,9 @@
 """Gradients: float64 gradcheck of every primitive w.r.t. every input on the fast backends,
 and fast gradients equal to the reference's (PyTorch autograd of gather/scatter).
 
-Copy ops run on every CPU backend (every native variant); the other ops on `OP_FAST`,
-since test_native_binary.py checks their native kernels' gradients on every variant.
+Copy ops run on every CPU backend (every native variant); the other ops on `OP_FAST`
+(gradcheck on 'auto'), since test_native_binary.py checks their native kernels' gradients
+on every variant.
 """
 
 from __future__ import annotations
@@ -50,11 +51,13 @@ def _rows(graph, target):
 
 
 def _check(function, inputs, op=None):
-    """gradcheck on the CPU backends, then gradients equal to the reference's on those and
-    'torch'; every CPU backend unless `op` names a non-copy op (`backends_for`)."""
+    """Gradients equal to the reference's on the CPU backends and 'torch', and float64
+    gradcheck: on every CPU backend for the copy ops (and when `op` is None); for the other
+    ops on `OP_FAST` and gradcheck on 'auto' only, since test_native_binary.py gradchecks
+    their native kernels on every variant."""
     inputs = tuple(t for t in inputs if t is not None)
     cpu = CPU_FAST if op is None else backends_for(op, CPU_FAST)
-    for backend in cpu:
+    for backend in (cpu if op is None or op.startswith("copy") else ["auto"]):
         with ops.use_backend(backend):
             assert torch.autograd.gradcheck(function, inputs)
     for backend in (*cpu, "torch"):
