@@ -41,6 +41,11 @@ class Section:
     runs: tuple[Run, ...]
 
 
+# Held-out graphs x widths x modes x GCN/GAT/SAGE: 72 configurations, ~5-10 min on 2 cores
+_PLANNER_EVAL = ("--graphs", "cora", "facebook", "rmat-s13-b", "mycielski-11", "--widths",
+                 "32:256,256:32,256:256", "--samples", "5", "--min-seconds", "0.5",
+                 "--max-samples", "20")
+
 SECTIONS: tuple[Section, ...] = (
     Section("kernels", "Aggregation kernels (g-SpMM / g-SDDMM)", (
         Run("spmm", "copy_u_sum, mean / max and u_dot_v vs torch.sparse.mm, PyG and DGL "
@@ -93,8 +98,15 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/scale_out.py", "ranks")),
     )),
     Section("planner", "Composition planner", (
-        Run("table3", "Planner vs fixed plans (SENSEi Table 3 style)",
-            ("benchmarks/planner.py",)),
+        Run("table3", "Planner vs fixed plans on held-out graphs, fitted kernels",
+            ("benchmarks/planner.py", *_PLANNER_EVAL)),
+        Run("table3_numba", "The same with the numba kernels forced, models not refitted",
+            ("benchmarks/planner.py", *_PLANNER_EVAL, "--backend", "numba")),
+        Run("table3_avx2", "The same with the native kernels restricted to AVX2, models "
+            "not refitted", ("benchmarks/planner.py", *_PLANNER_EVAL, "--isa", "avx2")),
+        Run("quick_profile", "`gnnforge plan profile --quick`: a refit on this machine",
+            ("-m", "gnnforge.cli", "plan", "profile", "--quick", "--no-progress", "--out",
+             "/tmp/gnnforge-quick-models")),
         Run("overhead", "Planning overhead vs one iteration of the chosen plan",
             ("benchmarks/planner_overhead.py",)),
     )),

@@ -33,7 +33,8 @@ noise" when its median is within that threshold of the best's; "indistinguishabl
 a two-sided Mann-Whitney U test on the two plans' runs gives p >= 0.05.
 
     PYTHONPATH=. python benchmarks/planner.py [--samples 6] [--iters 100] [--threads 1]
-        [--graphs NAME ...] [--models GCN GAT SAGE] [--backend numba] [--rows-out rows.jsonl]
+        [--graphs NAME ...] [--models GCN GAT SAGE] [--backend numba | --isa avx2]
+        [--rows-out rows.jsonl]
     PYTHONPATH=. python benchmarks/planner.py --summarize rows.jsonl ...
 """
 
@@ -180,6 +181,9 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--backend", default=None, choices=ops.BACKENDS,
                         help="force this aggregation backend (gnnforge.ops.use_backend)")
+    parser.add_argument("--isa", default=None, choices=["sse2", "avx2"],
+                        help="restrict the native kernels to this instruction set "
+                        "(GNNFORGE_ISA) and tune the kernel choices for it first")
     parser.add_argument("--cost-models", default=None,
                         help="cost-model folder (default: the models shipped with gnnforge)")
     parser.add_argument("--rows-out", default=None,
@@ -193,6 +197,13 @@ def main(argv=None) -> int:
         print_tables(rows)
         return 0
     limit_threads(args.threads)
+    if args.isa:  # read on every kernel choice; tuned up front, not in a timed call
+        import os
+
+        from gnnforge.ops import _autotune
+
+        os.environ["GNNFORGE_ISA"] = args.isa
+        _autotune.tune()
     if args.backend:
         with ops.use_backend(args.backend):
             return _run(args)

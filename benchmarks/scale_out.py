@@ -3,13 +3,19 @@
     python benchmarks/scale_out.py memory     # sampling peak memory, 2^18 .. 2^22 nodes
     python benchmarks/scale_out.py ranks      # 4 torchrun ranks on R-MAT 2^17, F=128
 
-`memory`: per graph size, an R-MAT of 2^s nodes and 8 * 2^s directed edges is built and
-its CSR saved by one process; a fresh process per sampler (NS, LABOR-0; batch 1024,
-fanouts [10, 10, 10]) loads the CSR, samples one small warm-up batch, resets its peak
-RSS (/proc/self/clear_refs) and samples 10 batches. The table gives the peak RSS above
-the level before sampling (glibc told to mmap every array over 64 KiB, so freed memory
-leaves RSS and the peak is what sampling held at once) and tracemalloc's peak (numpy's
-allocations only; numba's are not traced).
+`memory`: two graph families, 2^18 .. 2^22 nodes with 8 edges per node. "rmat": an R-MAT
+of each size, seeds uniform over it (its sampled minibatches grow with the graph: on a
+bigger R-MAT the 3-hop neighbourhoods of 1024 seeds overlap less). "fixed": the 2^18
+R-MAT and its seeds relabelled at random into each size's ids, beside uniform random
+edges among the other vertices, so the minibatches stay the same while ids, rows and
+edges grow 16x: what grows there is what sampling allocates in proportion to the graph.
+One process builds and saves each CSR; a fresh process per sampler (NS, LABOR-0; batch
+1024, fanouts [10, 10, 10]) loads it, samples one small warm-up batch, then 10 batches,
+each after resetting the peak RSS (/proc/self/clear_refs). Per batch: the peak RSS
+above the level before it (glibc told to mmap every array over 64 KiB, so freed memory
+leaves RSS and the peak is what sampling held at once), the bytes of the blocks it
+returns, their difference (the scratch), and tracemalloc's peak (numpy's allocations
+only; numba's are not traced). The table gives medians over the 10 batches.
 
 `ranks`: partitions shared/datasets' R-MAT 2^17 / 2^21 (undirected) with 128-wide random
 features into 4 parts (METIS) and 1 part, and runs one epoch of `gnnforge train
@@ -45,20 +51,50 @@ def _status(field: str) -> int:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
-def _memory_build(scale: int, directory: str) -> None:
-    """Generate the R-MAT graph of 2^scale nodes and save its CSR by destination."""
+def _save_csr(directory: str, rowptr, col, eids, seeds) -> None:
+    import numpy as np
+
+    for name, array in zip(("rowptr", "col", "eids", "seeds"), (rowptr, col, eids, seeds)):
+        np.save(Path(directory) / f"{name}.npy", array)
+
+
+def _memory_build(family: str, scale: int, directory: str) -> None:
+    """Save the CSR by destination of one graph, and 10 batches of 1024 seeds.
+
+    "rmat": R-MAT of 2^scale nodes and 8 x 2^scale edges, seeds uniform over its nodes.
+    "fixed": the 2^18 R-MAT and its seeds, relabelled by a random permutation into 2^scale
+    ids, beside (8 x 2^scale - 8 x 2^18) uniform random edges among the other vertices:
+    the minibatches never leave the 2^18 core, so they stay the same size while the graph
+    (ids, rows, edges) grows 16x.
+    """
     import numpy as np
 
     from gnnforge.data import rmat
     from gnnforge.sampling._common import csr_arrays
 
-    graph = rmat(scale, 8 << scale, seed=0)
-    for name, array in zip(("rowptr", "col", "eids"), csr_arrays(graph)):
-        np.save(Path(directory) / f"{name}.npy", array)
+    core_scale = scale if family == "rmat" else 18
+    graph = rmat(core_scale, 8 << core_scale, seed=0)
+    rng = np.random.default_rng(0)
+    seeds = np.stack([rng.choice(graph.num_nodes, 1024, replace=False) for _ in range(10)])
+    if family == "rmat" or scale == core_scale:
+        _save_csr(directory, *csr_arrays(graph), seeds)
+        return
+    num_nodes, core = 1 << scale, graph.num_nodes
+    perm = rng.permutation(num_nodes)
+    filler = (8 << scale) - graph.num_edges
+    others = perm[core:]
+    src = np.concatenate([perm[graph.src.numpy()], others[rng.integers(0, others.size, filler)]])
+    dst = np.concatenate([perm[graph.dst.numpy()], others[rng.integers(0, others.size, filler)]])
+    del graph
+    order = np.lexsort((src, dst))  # by destination, then source (as Graph.csr)
+    rowptr = np.zeros(num_nodes + 1, dtype=np.int32)
+    np.cumsum(np.bincount(dst, minlength=num_nodes), out=rowptr[1:])
+    _save_csr(directory, rowptr, src[order].astype(np.int32), order.astype(np.int32),
+              perm[seeds])
 
 
-def _memory_child(scale: int, sampler_name: str, directory: str) -> dict:
-    """Sampling's peak memory on a loaded CSR (no graph construction in this process)."""
+def _memory_child(sampler_name: str, directory: str) -> dict:
+    """Per batch: sampling's peak RSS above the level before it, and the blocks' bytes."""
     import tracemalloc
 
     import numpy as np
@@ -68,33 +104,43 @@ def _memory_child(scale: int, sampler_name: str, directory: str) -> dict:
     from gnnforge.sampling._common import InEdges, sample_layer
 
     arrays = [np.load(Path(directory) / f"{name}.npy") for name in ("rowptr", "col", "eids")]
+    batches = np.load(Path(directory) / "seeds.npy")
     edges = InEdges(*arrays, arrays[0].size - 1)
     sampler = (NeighborSampler if sampler_name == "ns" else LaborSampler)([10, 10, 10])
     layer_fn = sampler.layer_fn(None)
     generator = torch.Generator().manual_seed(0)
 
-    def sample(seeds: np.ndarray) -> np.ndarray:  # LayerwiseSampler.sample's loop, on InEdges
-        key, frontier, sizes = draw_key(generator), seeds, np.zeros(2)
+    def sample(seeds: np.ndarray) -> list:  # LayerwiseSampler.sample's loop, on InEdges
+        key, frontier, blocks = draw_key(generator), seeds, []
         for layer in reversed(range(sampler.num_layers)):
-            block = sample_layer(edges, frontier, layer, key, layer_fn)
-            frontier = block.src_nodes.numpy()
-            sizes += (block.num_src_nodes, block.num_edges)
-        return sizes
+            blocks.append(sample_layer(edges, frontier, layer, key, layer_fn))
+            frontier = blocks[-1].src_nodes.numpy()
+        return blocks
 
-    rng = np.random.default_rng(0)
-    sample(rng.choice(edges.num_nodes, 16, replace=False))  # numba loaded, nothing large
-    batches = [rng.choice(edges.num_nodes, 1024, replace=False) for _ in range(10)]
-    Path("/proc/self/clear_refs").write_text("5")  # peak RSS := current RSS
-    before = _status("VmRSS")
+    sample(batches[0][:16])  # numba loaded, nothing large
+    rows = []
     tracemalloc.start()
-    vertices, sampled_edges = sum(sample(seeds) for seeds in batches)
-    _, numpy_peak = tracemalloc.get_traced_memory()
+    for seeds in batches:
+        tracemalloc.reset_peak()
+        Path("/proc/self/clear_refs").write_text("5")  # peak RSS := current RSS
+        before = _status("VmRSS")
+        blocks = sample(seeds)
+        peak = _status("VmHWM") - before
+        output = sum(t.nbytes for b in blocks for t in (b.src_nodes, b.rowptr, b.col,
+                                                         b.edge_ids, b.edge_weight)
+                     if t is not None)
+        rows.append((sum(b.num_src_nodes for b in blocks), sum(b.num_edges for b in blocks),
+                     peak, output, tracemalloc.get_traced_memory()[1]))
+        del blocks
     tracemalloc.stop()
-    return {"scale": scale, "sampler": sampler_name, "nodes": edges.num_nodes,
-            "edges": int(arrays[1].size), "peak_mib": (_status("VmHWM") - before) / 2**20,
-            "traced_mib": numpy_peak / 2**20, "vertices_per_batch": vertices / 10,
-            "edges_per_batch": sampled_edges / 10,
-            "graph_mib": sum(a.nbytes for a in arrays) / 2**20}
+    vertices, sampled, peak, output, traced = (np.median(column) for column in zip(*rows))
+    scratch = [row[2] - row[3] for row in rows]
+    return {"sampler": sampler_name, "nodes": edges.num_nodes, "edges": int(arrays[1].size),
+            "graph_mib": sum(a.nbytes for a in arrays) / 2**20, "vertices": vertices,
+            "sampled_edges": sampled, "peak_mib": peak / 2**20,
+            "peak_max_mib": max(row[2] for row in rows) / 2**20, "output_mib": output / 2**20,
+            "scratch_mib": float(np.median(scratch)) / 2**20, "traced_mib": traced / 2**20,
+            "scratch_per_edge": float(np.median([s / row[1] for s, row in zip(scratch, rows)]))}
 
 
 def memory(args) -> None:
@@ -102,35 +148,46 @@ def memory(args) -> None:
     # Large arrays from mmap, returned to the system on free: RSS then follows live memory.
     env = dict(os.environ, PYTHONPATH=str(ROOT), MALLOC_MMAP_THRESHOLD_="65536")
     with tempfile.TemporaryDirectory(prefix="gnnforge-mem-") as work:
-        for scale in args.scales:
-            folder = Path(work) / str(scale)
-            folder.mkdir()
-            subprocess.run([sys.executable, __file__, "memory-build", str(scale), str(folder)],
-                           check=True, env=env)
-            for sampler_name in args.samplers:
-                command = [sys.executable, __file__, "memory-child", str(scale), sampler_name,
-                           str(folder)]
-                out = subprocess.run(command, capture_output=True, text=True, check=True,
-                                     env=env)
-                rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-                print(rows[-1], flush=True)
-            shutil.rmtree(folder)
-    print("\n| sampler | nodes | edges | CSR (MiB) | sampled vertices / batch | sampled edges "
-          "/ batch | peak RSS above pre-sampling (MiB) | bytes per sampled edge | tracemalloc "
-          "peak (MiB) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for row in sorted(rows, key=lambda r: (r["sampler"], r["scale"])):
-        print(f"| {row['sampler']} | 2^{row['scale']} | {row['edges']:,} | "
-              f"{row['graph_mib']:.0f} | {row['vertices_per_batch']:,.0f} | "
-              f"{row['edges_per_batch']:,.0f} | {row['peak_mib']:.1f} | "
-              f"{row['peak_mib'] * 2**20 / row['edges_per_batch']:.0f} | "
+        for family in args.families:
+            for scale in args.scales:
+                folder = Path(work) / f"{family}-{scale}"
+                folder.mkdir()
+                subprocess.run([sys.executable, __file__, "memory-build", family, str(scale),
+                                str(folder)], check=True, env=env)
+                for sampler_name in args.samplers:
+                    command = [sys.executable, __file__, "memory-child", sampler_name,
+                               str(folder)]
+                    out = subprocess.run(command, capture_output=True, text=True, check=True,
+                                         env=env)
+                    row = json.loads(out.stdout.strip().splitlines()[-1])
+                    rows.append(dict(row, family=family, scale=scale))
+                    print(rows[-1], flush=True)
+                shutil.rmtree(folder)
+    _memory_table(rows, args)
+
+
+def _memory_table(rows: list[dict], args) -> None:
+    print("\n| graph | sampler | nodes | edges | CSR (MiB) | sampled vertices / batch | sampled "
+          "edges / batch | peak RSS above pre-sampling (MiB; median, max of 10) | blocks "
+          "returned (MiB) | scratch = peak - blocks (MiB) | scratch bytes / sampled edge | "
+          "tracemalloc peak (MiB) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['family']} | {row['sampler']} | 2^{row['scale']} | {row['edges']:,} | "
+              f"{row['graph_mib']:.0f} | {row['vertices']:,.0f} | {row['sampled_edges']:,.0f} | "
+              f"{row['peak_mib']:.1f}, {row['peak_max_mib']:.1f} | {row['output_mib']:.1f} | "
+              f"{row['scratch_mib']:.1f} | {row['scratch_per_edge']:.0f} | "
               f"{row['traced_mib']:.1f} |")
-    for sampler_name in args.samplers:
-        peaks = [r["peak_mib"] for r in rows if r["sampler"] == sampler_name]
-        per_edge = [r["peak_mib"] / r["edges_per_batch"] for r in rows
-                    if r["sampler"] == sampler_name]
-        print(f"{sampler_name}: peak max/min over sizes = {max(peaks) / min(peaks):.3f}, "
-              f"per sampled edge {max(per_edge) / min(per_edge):.3f}")
+    for family in args.families:
+        for sampler_name in args.samplers:
+            mine = [r for r in rows if r["family"] == family and r["sampler"] == sampler_name]
+            if not mine:
+                continue
+            ratio = lambda key: max(r[key] for r in mine) / min(r[key] for r in mine)  # noqa
+            print(f"{family} {sampler_name}: max/min over sizes: peak {ratio('peak_mib'):.3f}, "
+                  f"scratch {ratio('scratch_mib'):.3f}, scratch per sampled edge "
+                  f"{ratio('scratch_per_edge'):.3f}, sampled edges {ratio('sampled_edges'):.3f},"
+                  f" sampled vertices {ratio('vertices'):.3f}")
 
 
 # -- ranks ----------------------------------------------------------------------------
@@ -237,11 +294,11 @@ def ranks(args) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] == "memory-build":
-        _memory_build(int(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "memory-build":
+        _memory_build(sys.argv[2], int(sys.argv[3]), sys.argv[4])
         return
-    if len(sys.argv) == 5 and sys.argv[1] == "memory-child":
-        print(json.dumps(_memory_child(int(sys.argv[2]), sys.argv[3], sys.argv[4])))
+    if len(sys.argv) == 4 and sys.argv[1] == "memory-child":
+        print(json.dumps(_memory_child(sys.argv[2], sys.argv[3])))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -249,6 +306,9 @@ def main() -> None:
     mem.add_argument("--scales", type=lambda t: [int(x) for x in t.split(",")],
                      default=[18, 19, 20, 21, 22])
     mem.add_argument("--samplers", type=lambda t: t.split(","), default=["ns", "labor0"])
+    mem.add_argument("--families", type=lambda t: t.split(","), default=["rmat", "fixed"],
+                     help="rmat: R-MAT of each size; fixed: the 2^18 R-MAT's minibatches "
+                          "inside graphs of each size")
     rk = sub.add_parser("ranks", help="4 torchrun ranks on partitioned R-MAT 2^17")
     rk.add_argument("--dir", help="keep the partitions and runs here (default: a temp dir)")
     rk.add_argument("--epochs", type=int, default=2)

@@ -261,7 +261,7 @@ def run_plan(layer: nn.Module, expression: Node, structure: Structure,
     if not timed:
         return run(plan, leaves)
     return timed_call(lambda inputs: run(plan, inputs), leaves,
-                      lambda seconds: entry.record(plan, seconds))
+                      lambda seconds: entry.record(plan, seconds), backward=training)
 
 
 def auto_report(model: nn.Module) -> str:

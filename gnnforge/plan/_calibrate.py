@@ -112,13 +112,16 @@ def layer_overheads(samples: int = 21) -> dict[str, dict[str, float]]:
     of an iteration (what the decision margin is compared with).
     """
     from gnnforge.graph import Graph
-    from gnnforge.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv, SGConv, TAGConv
+    from gnnforge.nn import (GATConv, GATv2Conv, GCNConv, GINConv, RGCNConv, SAGEConv, SGConv,
+                             TAGConv)
 
-    graph = Graph(torch.tensor([0, 1]), torch.tensor([1, 0]), 2)
+    # typed for RGCN (the other layers ignore edge types)
+    graph = Graph(torch.tensor([0, 1]), torch.tensor([1, 0]), 2, edge_type=torch.tensor([0, 0]))
     out: dict[str, dict[str, float]] = {}
     for make in (lambda: GCNConv(1, 1), lambda: GATConv(1, 1), lambda: GATv2Conv(1, 1),
                  lambda: SGConv(1, 1, K=2), lambda: TAGConv(1, 1, K=3),
-                 lambda: SAGEConv(1, 1), lambda: GINConv(nn.Linear(1, 1))):
+                 lambda: SAGEConv(1, 1), lambda: GINConv(nn.Linear(1, 1)),
+                 lambda: RGCNConv(1, 1, num_relations=1)):
         layer = make()
         layer.plan = "default"  # the fixed cost of a call, not of planning one
         modes = {}

@@ -41,8 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     profile.add_argument("--threads", type=int, default=1,
                          help="torch/numba threads while timing (the models are valid for it)")
     profile.add_argument("--quick", action="store_true",
-                         help="a refit in under 2 minutes: the small profile graphs, widths "
-                         "32/256/1024, 2 repeats, a short calibration")
+                         help="a refit in under 2 minutes: 6 small profile graphs (2 held "
+                         "out), widths 16/64/256, 2 repeats, a short calibration")
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -61,11 +61,21 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 _HELD_OUT = ("rmat-s13", "grid-60", "sbm-8x1000", "mycielski-9", "github-sub")
-# --quick: graphs under this many edges, these widths, and a calibration of 3 width
-# pairs x 2 samples (the full profile takes ~30 minutes on a shared 2-core machine)
-QUICK_MAX_EDGES = 60_000
-QUICK_WIDTHS = (32, 256, 1024)
+# --quick: a refit in under 2 minutes on one core (the full profile takes ~5 minutes on a
+# quiet 2-core machine, ~25 under load). Six small graphs, one or two per family (the
+# largest has 71,000 edges), two of them held out to report the models' errors; widths
+# 16/64/256 (the GEMMs at those output widths too); 2 repeats; a calibration of 3 width
+# pairs x 2 samples on the held-out graphs.
+QUICK_GRAPHS = ("rmat-s11", "grid-60", "sbm-4x500", "mycielski-8", "mycielski-9", "github-sub")
+QUICK_HELD_OUT = ("mycielski-9", "github-sub")
+QUICK_WIDTHS = (16, 64, 256)
 QUICK_CALIBRATION_WIDTHS = ((32, 256), (256, 32), (256, 256))
+
+
+def _held_out(args: argparse.Namespace, records: list[dict]) -> tuple[str, ...]:
+    """The held-out graphs of this profile that were timed (quick: its own two)."""
+    timed = {r["graph"] for r in records}
+    return tuple(g for g in (QUICK_HELD_OUT if args.quick else _HELD_OUT) if g in timed)
 
 
 def _records(args: argparse.Namespace) -> list[dict]:
@@ -82,30 +92,27 @@ def _records(args: argparse.Namespace) -> list[dict]:
         print(f"gnnforge plan profile: unknown --graphs {unknown}; profile graphs are "
               f"{profile_graph_names()}", file=sys.stderr)
         raise SystemExit(2)
-    graphs = list(profile_graphs(names=args.graphs))
-    if args.quick:
-        graphs = [g for g in graphs if g[2].num_edges < QUICK_MAX_EDGES]
+    names = args.graphs
+    if args.quick:  # build only the quick graphs (reading the large real ones takes seconds)
+        names = [g for g in QUICK_GRAPHS if args.graphs is None or g in args.graphs]
+    graphs = list(profile_graphs(names=names))
     records = collect(graphs, config)
     if args.records is not None:
         args.records.write_text(json.dumps(records))
     return records
 
 
-def _calibrate(records: list[dict], samples: int, overheads: dict,
+def _calibrate(held_out_model, held_out: tuple[str, ...], samples: int, overheads: dict,
                errors: dict, quick: bool = False) -> tuple[dict, list[dict]]:
-    """The decision rule, from models trained without the held-out graphs (whose held-out
-    errors are `errors`) and timed on those graphs."""
+    """The decision rule, from the models trained without the `held_out` graphs (whose
+    held-out errors are `errors`), timed on those graphs."""
     from gnnforge.plan._calibrate import decision_errors, decision_rule
-    from gnnforge.plan._profile import fit
     from gnnforge.plan._suite import profile_graphs
 
-    if samples == 0:
+    if samples == 0 or not held_out:
         return {"decision_margin": 0.0, "decision_caution": 0.0}, []
-    held_out_model = fit([r for r in records if r["graph"] not in _HELD_OUT])
     held_out_model.info = {"layer_overhead_s": overheads, "held_out_errors": errors}
-    timed = {r["graph"] for r in records}
-    graphs = [(name, graph) for name, _, graph in profile_graphs(names=_HELD_OUT)
-              if name in timed]
+    graphs = [(name, graph) for name, _, graph in profile_graphs(names=held_out)]
     if quick:
         calibration = decision_errors(held_out_model, graphs, QUICK_CALIBRATION_WIDTHS,
                                       samples=min(samples, 2), min_seconds=0.05)
@@ -130,13 +137,16 @@ def _profile(args: argparse.Namespace) -> int:
         return 0
     from gnnforge.plan._calibrate import layer_overheads
 
-    errors = held_out_errors(records, _HELD_OUT)
+    held_out = _held_out(args, records)
+    # fitted once: for the held-out errors and for the calibration's predictions
+    held_out_model = fit([r for r in records if r["graph"] not in held_out])
+    errors = held_out_errors(records, held_out, model=held_out_model)
     overheads = layer_overheads()
-    rule, calibration = _calibrate(records, args.calibration_samples, overheads, errors,
-                                   args.quick)
+    rule, calibration = _calibrate(held_out_model, held_out, args.calibration_samples,
+                                   overheads, errors, args.quick)
     model = fit(records)
     model.info = {"records": len(records), "graphs": sorted({r["graph"] for r in records}),
-                  "held_out_graphs": list(_HELD_OUT), "held_out_errors": errors,
+                  "held_out_graphs": list(held_out), "held_out_errors": errors,
                   **rule, "calibration": calibration,
                   "layer_overhead_s": overheads,
                   "command": "gnnforge plan " + " ".join(sys.argv[2:]) if len(sys.argv) > 2
@@ -148,7 +158,7 @@ def _profile(args: argparse.Namespace) -> int:
     model.save(out)
     print(f"{len(records)} timings on {len(model.info['graphs'])} graphs; "
           f"{time.perf_counter() - start:.0f} s; models written to {out}")
-    print(f"held-out graphs: {', '.join(_HELD_OUT)}")
+    print(f"held-out graphs: {', '.join(held_out) or 'none (no model errors measured)'}")
     print(f"{'primitive':14s} {'calls':>6s} {'median err':>11s} {'mean err':>9s} {'<=1.5x':>7s} "
           f"{'log rms':>8s}")
     for name, e in errors.items():

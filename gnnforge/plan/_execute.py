@@ -16,8 +16,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gnnforge import ops
-from gnnforge.plan._ir import Node
-from gnnforge.plan._primitives import Composition, is_dynamic_propagation
+from gnnforge.plan._ir import Node, is_block_diagonal, is_sparse
+from gnnforge.plan._primitives import (Composition, is_dynamic_propagation,
+                                       is_fused_relation_sum)
 
 __all__ = ["Structure", "evaluate", "gcn_structure"]
 
@@ -39,7 +40,8 @@ class Structure:
         inv_sqrt_dst: [Nd] float, d_v^-1/2 of each destination, or None.
         edge_weight: [E] float weights of A's entries in edge-id order (None: all 1); the
             degrees above are then weighted degrees (PyG's gcn_norm with edge_weight).
-        memo: values derived from the graph on first use ("edge_norm", "features").
+        memo: values derived from the graph on first use ("edge_norm", "features"); for
+            RGCN, "relational": the `RelationalGraph` (edge types and their views).
     """
 
     graph: Any
@@ -165,8 +167,49 @@ class _Evaluator:
         # [E, H, 1] has PyG's [E, H] element order, so one seed draws the same mask.
         return F.dropout(alpha, self.attention_dropout) if self.attention_dropout else alpha
 
+    # RGCN: relations are heads; A_r is never built (`_relational.RelationalGraph`).
+    def _relations(self):
+        return self.structure.memo["relational"]
+
+    def _hsum(self, node: Node) -> Tensor:
+        if is_fused_relation_sum(node):  # sum_r A_r Y_r: one SpMM over (source, r) slots
+            relations = self._relations()
+            y = self.value(node.inputs[0].inputs[1])                          # [Ns, R, F]
+            flat = y.reshape(-1, 1, y.shape[-1])                              # [Ns R, 1, F]
+            if relations.mean:
+                weight = relations.edge_norm(y.dtype).reshape(-1, 1, 1)
+                return ops.u_mul_e_sum(relations.slots_to_nodes(), flat, weight)
+            return ops.copy_u_sum(relations.slots_to_nodes(), flat)
+        return self.value(node.inputs[0]).sum(dim=1, keepdim=True)
+
+    def _mix(self, node: Node) -> Tensor:
+        coeff, mixed = (self.value(i) for i in node.inputs)                  # [1, R, B], [B, K, C]
+        return torch.einsum("rb,bkc->rkc", coeff[0], mixed)
+
+    def _mix_t(self, node: Node) -> Tensor:
+        coeff = self.value(node.inputs[0])[0]                                 # [R, B]
+        if is_sparse(node.inputs[1]):  # basis adjacencies: edge weights C[r_e, b] [E, B, 1]
+            relations = self._relations()
+            norm = relations.edge_norm(coeff.dtype).unsqueeze(1)
+            return (coeff[relations.edge_type] * norm).unsqueeze(-1)
+        return torch.einsum("nrf,rb->nbf", self.value(node.inputs[1]), coeff)
+
+    def _relational_matmul(self, left: Node, right: Node) -> Tensor:
+        y = self.value(right)                                                 # [Ns, 1|R|B, F]
+        if left.op == "mix_t":
+            return ops.u_mul_e_sum(self.graph, y, self.value(left))            # [Nd, B, F]
+        relations = self._relations()
+        view = relations.to_slots() if y.shape[1] == 1 else relations.slots_to_slots()
+        flat = y.reshape(-1, 1, y.shape[-1])
+        out = (ops.copy_u_mean if relations.mean else ops.copy_u_sum)(view, flat)
+        return out.reshape(self.graph.num_dst_nodes, relations.num_relations, y.shape[-1])
+
     def _matmul(self, node: Node) -> Tensor:
         left, right = node.inputs
+        if left.kind in ("reladj", "relmeanadj"):
+            return self._relational_matmul(left, right)
+        if is_block_diagonal(right):
+            return _block_matmul(self.value(left), self.value(right))
         if left.kind == "normadj":
             return self._normadj_matmul(node)
         if left.kind == "adjacency":
@@ -217,6 +260,19 @@ def _dense_matmul(left: Tensor, right: Tensor, left_is_weight: bool) -> Tensor:
     if right_heads == 1:
         return left @ right[0]
     return torch.einsum("nhk,hkc->nhc", left, right)                      # H GEMMs
+
+
+def _block_matmul(left: Tensor, blocks: Tensor) -> Tensor:
+    """left [N, 1 or R, I] times block-diagonal weights [R, nb, I / nb, O / nb]: each
+    block of I / nb inputs makes its O / nb outputs (PyG's RGCNConv block layout)."""
+    rows, heads, _ = left.shape
+    relations, count, block_in, block_out = blocks.shape
+    parts = left.reshape(rows, heads, count, block_in)
+    if heads == 1:
+        out = torch.einsum("nbk,rbkc->nrbc", parts[:, 0], blocks)
+    else:
+        out = torch.einsum("nrbk,rbkc->nrbc", parts, blocks)
+    return out.reshape(rows, relations, count * block_out)                # [N, R, O]
 
 
 def evaluate(composition: Composition, structure: Structure,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gnnforge.plan._candidates import all_verdicts
 from gnnforge.plan._expressions import (gat_expression, gatv2_expression, gcn_expression,
-                                        gin_expression, sage_expression, sgc_expression,
-                                        tag_expression)
+                                        gin_expression, rgcn_expression, sage_expression,
+                                        sgc_expression, tag_expression)
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import primitives
 from gnnforge.plan._rewrites import RULES
@@ -21,6 +21,9 @@ LAYER_EXPRESSIONS = {
     "sage": sage_expression,
     "sage-sum": lambda: sage_expression("sum"),
     "gin": gin_expression,
+    "rgcn": rgcn_expression,
+    "rgcn-basis": lambda: rgcn_expression("mean", "basis"),
+    "rgcn-block": lambda: rgcn_expression("mean", "block"),
 }
 
 

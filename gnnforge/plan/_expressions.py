@@ -3,18 +3,19 @@
 The default is the association PyG uses (and DGL for attention layers), so the default
 plan is what a user of those libraries gets; every other plan is reached from it by the
 rewrite table. Symbols: Nd/Ns destination/source rows, I/O input/output width, H heads,
-D per-head width.
+D per-head width; R relations, B bases, Ib the input width of one block of a
+block-diagonal weight (I / number of blocks).
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from gnnforge.plan._ir import (Node, add, affine, attention, attention_v2, dst_rows, leaf,
-                               matmul, scale)
+from gnnforge.plan._ir import (Node, add, affine, attention, attention_v2, dst_rows, hsum,
+                               leaf, matmul, mix, scale)
 
 __all__ = ["gat_expression", "gatv2_expression", "gcn_expression", "gin_expression",
-           "sage_expression", "sgc_expression", "tag_expression"]
+           "rgcn_expression", "sage_expression", "sgc_expression", "tag_expression"]
 
 _X = leaf("X", "dense", (1, "Ns", "I"))
 _NORMADJ = leaf("Â", "normadj", (1, "Nd", "Ns"))
@@ -104,4 +105,38 @@ def gin_expression(bias: bool = True) -> Node:
     applied to the aggregated sum, as in PyG's GINConv (the rest of the MLP follows)."""
     combined = add(matmul(_ADJ, _X), scale(dst_rows(_X), leaf("s", "weight", (1, 1, 1))))
     out = matmul(combined, leaf("W", "weight", (1, "I", "O")))
+    return affine(out, leaf("b", "weight", (1, 1, "O"))) if bias else out
+
+
+RGCN_DECOMPOSITIONS = (None, "basis", "block")
+
+
+@cache
+def rgcn_expression(aggr: str = "mean", decomposition: str | None = None,
+                    root_weight: bool = True, bias: bool = True) -> Node:
+    """Schlichtkrull et al.: sum_r (A_r X) W_r + rows(X) W_root + b, as PyG's RGCNConv
+    computes it: aggregate within each relation (A_r the sum, or D_r^-1 A_r the mean,
+    over relation-r in-neighbours), then transform by W_r.
+
+    The relations are the heads of the IR's values. W_r is a full weight [R, I, O], a
+    basis combination W_r = sum_b C[r, b] V_b (`decomposition="basis"`, composed first
+    as PyG does), or block-diagonal (`"block"`).
+
+    Raises:
+        ValueError: for an aggregator other than mean or sum (max does not commute with
+            the transform) or an unknown decomposition.
+    """
+    if aggr not in ("mean", "sum"):
+        raise ValueError(f"rgcn_expression: aggr must be 'mean' or 'sum', got {aggr!r}")
+    if decomposition not in RGCN_DECOMPOSITIONS:
+        raise ValueError(f"rgcn_expression: decomposition must be one of "
+                         f"{RGCN_DECOMPOSITIONS}, got {decomposition!r}")
+    adjacency = leaf("Ar", "relmeanadj" if aggr == "mean" else "reladj", ("R", "Nd", "Ns"))
+    if decomposition == "basis":
+        weight = mix(leaf("C", "weight", (1, "R", "B")), leaf("V", "weight", ("B", "I", "O")))
+    else:
+        weight = leaf("W", "weight", ("R", "I", "O"), block_diagonal=decomposition == "block")
+    out = hsum(matmul(matmul(adjacency, _X), weight))
+    if root_weight:
+        out = add(out, matmul(dst_rows(_X), leaf("Wroot", "weight", (1, "I", "O"))))
     return affine(out, leaf("b", "weight", (1, 1, "O"))) if bias else out

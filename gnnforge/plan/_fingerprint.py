@@ -92,6 +92,8 @@ def _backend() -> str:
 def fingerprint() -> dict[str, str]:
     """Everything the cost models' validity depends on, for this process now."""
     out = {k: v for k, v in machine_fingerprint().items() if k != "threads"}
+    if "torch" in out:  # "2.13.0+cpu" and "2.13.0" are one build for the kernels' costs
+        out["torch"] = out["torch"].split("+")[0]
     out.update({f"kernel:{k}": v for k, v in kernel_choices().items()})
     out["backend"] = _backend()
     out["threads"] = str(torch.get_num_threads())

@@ -11,6 +11,10 @@ Leaf kinds:
     adjacency A, the graph's 0/1 adjacency (dst rows)         [1, Nd, Ns] (sparse)
     normadj   D^-1/2 A D^-1/2, GCN's normalised adjacency    [1, Nd, Ns] (sparse)
     meanadj   D_in^-1 A, the mean over in-neighbours (SAGE)  [1, Nd, Ns] (sparse)
+    reladj    A_r, one adjacency per relation (RGCN sum)     [R, Nd, Ns] (sparse)
+    relmeanadj D_r^-1 A_r, the mean within each relation     [R, Nd, Ns] (sparse)
+    (a weight leaf may be block-diagonal: [R, I, O] stored as R x nb blocks, RGCN's
+    block decomposition; its products cost I / nb per output)
 Inner ops:
     matmul        a @ b, heads broadcast (1 against H)
     add           element-wise sum of two or more terms (commutative, kept sorted)
@@ -20,6 +24,11 @@ Inner ops:
     scale         m times a learned scalar (a [1, 1, 1] weight): GIN's (1 + eps)
     attention     GAT scores -> a sparse matrix of edge softmax weights [H, Nd, Ns]
     attention_v2  GATv2 scores, same result kind
+    hsum          the sum over the heads axis: [H, rows, cols] -> [1, rows, cols]
+                  (RGCN's sum over relations, whose values are stacked as heads)
+    mix           out_r = sum_b C[r, b] m_b: [B, K, C] -> [R, K, C] (RGCN's bases)
+    mix_t         out_b = sum_r C[r, b] m_r: [R, K, C] -> [B, K, C]; of a relational
+                  adjacency, the basis adjacencies (edge weights C[r_e, b])
 """
 
 from __future__ import annotations
@@ -28,12 +37,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 __all__ = ["Dim", "Node", "SPARSE_KINDS", "add", "affine", "affine_rows", "attention",
-           "attention_v2", "dst_rows", "is_sparse", "leaf", "matmul", "render", "scale",
-           "subtrees"]
+           "attention_v2", "dst_rows", "hsum", "is_block_diagonal", "is_sparse", "leaf",
+           "matmul", "mix", "mix_t", "render", "scale", "subtrees"]
 
 Dim = int | str
-SPARSE_KINDS = ("adjacency", "normadj", "meanadj", "attention", "attention_v2")
-_LEAF_KINDS = ("dense", "weight", "ones", "adjacency", "normadj", "meanadj")
+SPARSE_KINDS = ("adjacency", "normadj", "meanadj", "reladj", "relmeanadj", "attention",
+                "attention_v2")
+_LEAF_KINDS = ("dense", "weight", "ones", "adjacency", "normadj", "meanadj", "reladj",
+               "relmeanadj")
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,9 @@ class Node:
             return str(self.attr("kind"))
         if self.op in ("attention", "attention_v2"):
             return self.op
+        if self.op in ("mix", "mix_t"):  # mixing keeps what the mixed value is
+            mixed = self.inputs[1].kind
+            return mixed if mixed == "weight" or mixed in SPARSE_KINDS else "dense"
         if self.op == "matmul" and all(i.kind == "weight" for i in self.inputs):
             return "weight"
         return "dense"
@@ -79,10 +93,19 @@ def is_sparse(node: Node) -> bool:
     return node.kind in SPARSE_KINDS
 
 
-def leaf(name: str, kind: str, shape: tuple[Dim, Dim, Dim]) -> Node:
+def leaf(name: str, kind: str, shape: tuple[Dim, Dim, Dim],
+         block_diagonal: bool = False) -> Node:
+    """A leaf; `block_diagonal` marks a weight whose every head is block-diagonal."""
     if kind not in _LEAF_KINDS:
         raise ValueError(f"leaf kind must be one of {_LEAF_KINDS}, got {kind!r}")
-    return Node("leaf", (), tuple(shape), (("kind", kind), ("name", name)))
+    if block_diagonal and kind != "weight":
+        raise ValueError(f"leaf {name!r}: only a weight can be block-diagonal, got {kind!r}")
+    attrs = (("kind", kind), ("name", name)) + ((("blocks", True),) if block_diagonal else ())
+    return Node("leaf", (), tuple(shape), attrs)
+
+
+def is_block_diagonal(node: Node) -> bool:
+    return node.op == "leaf" and bool(node.attr("blocks", False))
 
 
 def _heads(a: Dim, b: Dim) -> Dim:
@@ -136,6 +159,27 @@ def scale(m: Node, factor: Node) -> Node:
         raise ValueError(f"scale: needs a dense value and a [1, 1, 1] factor, got {m.kind} "
                          f"and {factor.shape}")
     return Node("scale", (m, factor), m.shape)
+
+
+def hsum(m: Node) -> Node:
+    """The sum of m's heads, [1, rows, cols]; raises ValueError for a sparse m."""
+    if is_sparse(m):
+        raise ValueError("hsum: a sparse value has no primitive here")
+    return Node("hsum", (m,), (1, m.shape[1], m.shape[2]))
+
+
+def mix(coeff: Node, m: Node) -> Node:
+    """out_r = sum_b coeff[r, b] m_b: coeff [1, R, B], m [B, K, C] -> [R, K, C]."""
+    if coeff.shape[0] != 1 or m.shape[0] != coeff.shape[2]:
+        raise ValueError(f"mix: coefficients {coeff.shape} do not mix heads of {m.shape}")
+    return Node("mix", (coeff, m), (coeff.shape[1], m.shape[1], m.shape[2]))
+
+
+def mix_t(coeff: Node, m: Node) -> Node:
+    """out_b = sum_r coeff[r, b] m_r: coeff [1, R, B], m [R, K, C] -> [B, K, C]."""
+    if coeff.shape[0] != 1 or m.shape[0] != coeff.shape[1]:
+        raise ValueError(f"mix_t: coefficients {coeff.shape} do not mix heads of {m.shape}")
+    return Node("mix_t", (coeff, m), (coeff.shape[2], m.shape[1], m.shape[2]))
 
 
 def attention(adjacency: Node, score_src: Node, score_dst: Node, slope: float) -> Node:

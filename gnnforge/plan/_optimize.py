@@ -250,7 +250,8 @@ def optimize(model: nn.Module, graph: Any, *, training: bool | None = None,
     layers = planned_layers(model)
     if not layers:
         raise ValueError(f"optimize: {type(model).__name__} has no layer that runs a plan "
-                         "(GCNConv, SGConv, TAGConv, GATConv, GATv2Conv, SAGEConv)")
+                         "(GCNConv, SGConv, TAGConv, GATConv, GATv2Conv, SAGEConv, GINConv, "
+                         "RGCNConv)")
     graphs = _layer_graphs(layers, graph)
     training = model.training if training is None else training
     cost_model = _default_model() if cost_model is None else cost_model

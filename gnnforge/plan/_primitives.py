@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gnnforge.plan._ir import Dim, Node, render, subtrees
+from gnnforge.plan._ir import Dim, Node, is_block_diagonal, is_sparse, render, subtrees
 
 __all__ = ["NORM_MODES", "PRIMITIVES", "Composition", "Primitive", "bind",
-           "is_dynamic_propagation", "primitives"]
+           "is_dynamic_propagation", "is_fused_relation_sum", "primitives"]
 
 NORM_MODES = ("precompute", "dynamic")
 # Every primitive the cost models know; sizes each takes (all products of symbols).
@@ -76,17 +76,46 @@ def is_dynamic_propagation(node: Node, norm: str | None) -> bool:
     return norm == "dynamic" and node.op == "matmul" and node.inputs[0].kind == "normadj"
 
 
+def is_fused_relation_sum(node: Node) -> bool:
+    """True for hsum(A_r @ Y) with Y per relation: one SpMM over the (relation, source)
+    rows sums the relations as it aggregates (no [Nd, R, O] value is made)."""
+    if node.op != "hsum" or node.inputs[0].op != "matmul":
+        return False
+    left, right = node.inputs[0].inputs
+    return left.op == "leaf" and left.kind in ("reladj", "relmeanadj") and right.shape[0] != 1
+
+
+def _relational_rule(node: Node) -> list[Primitive]:
+    """A_r Y or (sum_r C_rb A_r) Y: every edge belongs to one relation, so an SpMM of
+    width F per edge (not R x F), into R x Nd rows (Y shared) or R x Ns sources."""
+    left, right = node.inputs
+    width = (right.shape[2],)
+    if left.op == "mix_t":  # B basis adjacencies: per-edge weights C[r_e, b], per head
+        return [_prim("spmm_att", f=(left.shape[0], *width), heads=(left.shape[0],))]
+    out = [_prim("spmm_u", f=width)]
+    if left.kind == "relmeanadj":
+        out.append(_prim("rowbcast", rows=(node.shape[0], node.shape[1]), f=width))
+    return out
+
+
+def _dense_gemm(left: Node, right: Node) -> Primitive:
+    # a block-diagonal weight multiplies I / nb inputs per output ("Ib")
+    inner = ("Ib",) if is_block_diagonal(right) else (left.shape[2],)
+    if right.shape[0] == left.shape[0] or left.shape[0] == 1 and right.shape[0] == 1:
+        batch = left.shape[0]  # H separate products, or a single one
+        return _prim("gemm", m=(left.shape[1],), k=inner, n=(right.shape[2],), batch=(batch,))
+    # [1, N, K] @ [H, K, C]: one GEMM against the heads laid side by side
+    return _prim("gemm", m=(left.shape[1],), k=inner, n=(right.shape[0], right.shape[2]),
+                 batch=(1,))
+
+
 def _matmul_rule(node: Node, norm: str | None, value_used: bool) -> list[Primitive]:
     left, right = node.inputs
     heads, rows, _ = node.shape
+    if left.kind in ("reladj", "relmeanadj"):
+        return _relational_rule(node)
     if left.kind in ("dense", "ones", "weight"):
-        if right.shape[0] == left.shape[0] or left.shape[0] == 1 and right.shape[0] == 1:
-            batch = left.shape[0]  # H separate products, or a single one
-            return [_prim("gemm", m=(left.shape[1],), k=(left.shape[2],),
-                          n=(right.shape[2],), batch=(batch,))]
-        # [1, N, K] @ [H, K, C]: one GEMM against the heads laid side by side
-        return [_prim("gemm", m=(left.shape[1],), k=(left.shape[2],),
-                      n=(right.shape[0], right.shape[2]), batch=(1,))]
+        return [_dense_gemm(left, right)]
     width = _width(node)
     if left.kind == "adjacency":
         return [_prim("spmm_u", f=width)]
@@ -116,6 +145,23 @@ def _node_rule(node: Node, norm: str | None, value_used: bool) -> list[Primitive
                 for _ in node.inputs[1:]]
     if node.op in ("affine", "affine_rows", "scale"):
         return [_prim("elementwise", count=(node.shape[1], *_width(node)))]
+    if node.op == "hsum":
+        if is_fused_relation_sum(node):  # one SpMM over (relation, source) rows
+            left, right = node.inputs[0].inputs
+            name = "spmm_w" if left.kind == "relmeanadj" else "spmm_u"  # 1 / deg_r(v)
+            return [_prim(name, f=(right.shape[2],))]
+        heads = node.inputs[0].shape[0]
+        return [_prim("elementwise", count=(heads, node.shape[1], node.shape[2]))]
+    if node.op == "mix":  # W_r = sum_b C_rb V_b: [R, B] @ [B, I x O]
+        coeff, mixed = node.inputs
+        return [_prim("gemm", m=(coeff.shape[1],), k=(coeff.shape[2],),
+                      n=(mixed.shape[1], mixed.shape[2]), batch=(1,))]
+    if node.op == "mix_t":
+        coeff, mixed = node.inputs
+        if is_sparse(mixed):  # the basis edge weights C[r_e, b] (x 1 / deg_r(v))
+            return [_prim("elementwise", count=("E", coeff.shape[2]))]
+        return [_prim("gemm", m=(mixed.shape[1], mixed.shape[2]), k=(coeff.shape[1],),
+                      n=(coeff.shape[2],), batch=(1,))]
     if node.op == "attention":  # el_u + er_v per edge and head, LeakyReLU, softmax
         return [_prim("sddmm", f=(node.shape[0],)), _prim("edge_softmax", heads=(node.shape[0],))]
     if node.op == "attention_v2":  # h_u + h_v per edge [E, H, D], LeakyReLU, dot with a
@@ -136,8 +182,9 @@ def primitives(composition: Composition) -> list[Primitive]:
         fused = is_dynamic_propagation(node, composition.norm)
         needed.update(i for i in node.inputs
                       if not (fused and is_dynamic_propagation(i, composition.norm)))
+    fused = {n.inputs[0] for n in nodes if is_fused_relation_sum(n)}  # run by their hsum
     for node in nodes:
-        if node.kind == "weight" and node.op == "matmul":
+        if node.kind == "weight" and node.op == "matmul" or node in fused:
             continue  # parameters only (W a): O(I x D) work independent of the graph
         out.extend(_node_rule(node, composition.norm, node in needed))
     return out

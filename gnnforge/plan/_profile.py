@@ -199,8 +199,10 @@ def fit(records: list[dict]) -> CostModel:
 
 
 def held_out_errors(records: list[dict], held_out: Iterable[str],
-                    min_pairs: int = 6) -> dict[str, dict]:
-    """Train on all graphs but `held_out`, predict the held-out graphs' calls.
+                    min_pairs: int = 6, model: CostModel | None = None) -> dict[str, dict]:
+    """Train on all graphs but `held_out` (or take `model`, fitted on exactly those
+    records: the profile fits it once for this and for the calibration), predict the
+    held-out graphs' calls.
 
     Returns:
         Per primitive: number of held-out calls, median and mean absolute relative error
@@ -221,8 +223,11 @@ def held_out_errors(records: list[dict], held_out: Iterable[str],
         test = np.isin(graphs, list(held_out))
         if not test.any() or test.all():
             continue
-        booster = _train_booster(rows[~test], targets[~test])
-        predicted = np.exp(booster.inplace_predict(rows[test])) * works[test]
+        if model is None:
+            booster = _train_booster(rows[~test], targets[~test])
+            predicted = np.exp(booster.inplace_predict(rows[test])) * works[test]
+        else:
+            predicted = model.predict(name, rows[test].tolist(), works[test])
         actual = np.exp(targets[test]) * works[test]
         relative = np.abs(predicted - actual) / actual
         ratio = np.maximum(predicted / actual, actual / predicted)

@@ -21,6 +21,8 @@ _GRAPHS = ((1_000, 5_000), (100_000, 2_000_000), (2_000, 1_000_000))
 _WIDTHS = {"in<out": ((32, 256), (64, 2048), (128, 512)),
            "in>out": ((256, 32), (2048, 64), (512, 128))}
 _HEADS = (1, 8)
+# RGCN: (relations, bases, blocks): few bases of many relations, and about one per relation
+_RELATIONS = ((8, 2, 2), (32, 30, 8))
 REGIMES = tuple(_WIDTHS)
 
 
@@ -43,8 +45,9 @@ class Pruned:
 
 
 def _points(regime: str) -> list[dict[str, float]]:
-    return [dict(Nd=n, Ns=n, E=e, I=i, O=o, D=o, H=h)
-            for n, e in _GRAPHS for i, o in _WIDTHS[regime] for h in _HEADS]
+    return [dict(Nd=n, Ns=n, E=e, I=i, O=o, D=o, H=h, R=r, B=b, Ib=i / nb)
+            for n, e in _GRAPHS for i, o in _WIDTHS[regime] for h in _HEADS
+            for r, b, nb in _RELATIONS]
 
 
 def _signature(composition: Composition, points: list[dict[str, float]]):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gnnforge.plan._ir import (Node, add, affine_rows, attention, attention_v2, dst_rows,
-                               is_sparse, leaf, matmul, scale)
+from gnnforge.plan._ir import (Node, add, affine_rows, attention, attention_v2, dst_rows, hsum,
+                               is_sparse, leaf, matmul, mix, mix_t, scale)
 
 __all__ = ["RULES", "rebuild", "rewrites_anywhere"]
 
@@ -123,6 +123,36 @@ def _scale_then_rows(n: Node) -> list[Node]:
     return _try(lambda: scale(dst_rows(m, n.shape[1]), factor))
 
 
+def _bases_out_of_sum(n: Node) -> list[Node]:
+    if n.op != "hsum" or n.inputs[0].op != "matmul" or n.inputs[0].inputs[1].op != "mix":
+        return []
+    p, (c, v) = n.inputs[0].inputs[0], n.inputs[0].inputs[1].inputs
+    return _try(lambda: hsum(matmul(mix_t(c, p), v)))
+
+
+def _bases_into_sum(n: Node) -> list[Node]:
+    if n.op != "hsum" or n.inputs[0].op != "matmul" or n.inputs[0].inputs[0].op != "mix_t":
+        return []
+    (c, p), v = n.inputs[0].inputs[0].inputs, n.inputs[0].inputs[1]
+    if v.kind != "weight":
+        return []
+    return _try(lambda: hsum(matmul(p, mix(c, v))))
+
+
+def _mix_then_matmul(n: Node) -> list[Node]:
+    if n.op != "mix_t" or n.inputs[1].op != "matmul" or n.inputs[1].inputs[1].shape[0] != 1:
+        return []
+    c, (s, y) = n.inputs[0], n.inputs[1].inputs
+    return _try(lambda: matmul(mix_t(c, s), y))
+
+
+def _matmul_then_mix(n: Node) -> list[Node]:
+    if n.op != "matmul" or n.inputs[0].op != "mix_t" or n.inputs[1].shape[0] != 1:
+        return []
+    (c, s), y = n.inputs[0].inputs, n.inputs[1]
+    return _try(lambda: mix_t(c, matmul(s, y)))
+
+
 # (name, rule): each comment states the identity and when it is legal.
 RULES: tuple[tuple[str, Callable[[Node], list[Node]]], ...] = (
     # (a @ b) @ c = a @ (b @ c): always, unless b @ c would be sparse @ sparse
@@ -149,6 +179,16 @@ RULES: tuple[tuple[str, Callable[[Node], list[Node]]], ...] = (
     ("rows_then_scale", _rows_then_scale),
     # s rows(M) = rows(s M): the same identity read the other way
     ("scale_then_rows", _scale_then_rows),
+    # RGCN's bases, for any P with one head per relation (sparse too: the basis-b
+    # adjacency sum_r C_rb A_r): sum_r P_r (sum_b C_rb V_b) = sum_b (sum_r C_rb P_r) V_b
+    ("bases_out_of_sum", _bases_out_of_sum),
+    # the same identity read the other way, when V is a weight: W_r = sum_b C_rb V_b first
+    ("bases_into_sum", _bases_into_sum),
+    # mixing commutes with a right product shared by every head (Y has one head):
+    # sum_r C_rb (S_r Y) = (sum_r C_rb S_r) Y
+    ("mix_then_matmul", _mix_then_matmul),
+    # the same identity read the other way: (sum_r C_rb S_r) Y = sum_r C_rb (S_r Y)
+    ("matmul_then_mix", _matmul_then_mix),
 )
 
 
@@ -162,6 +202,12 @@ def rebuild(n: Node, inputs: tuple[Node, ...]) -> Node:
         return dst_rows(inputs[0], n.shape[1])
     if n.op == "scale":
         return scale(*inputs)
+    if n.op == "hsum":
+        return hsum(*inputs)
+    if n.op == "mix":
+        return mix(*inputs)
+    if n.op == "mix_t":
+        return mix_t(*inputs)
     if n.op == "attention":
         return attention(*inputs, n.attr("negative_slope"))
     if n.op == "attention_v2":

@@ -60,7 +60,7 @@ class _BackwardEnds(torch.autograd.Function):
 
 
 def timed_call(run: Callable[[dict[str, Tensor]], Tensor], leaves: Mapping[str, Tensor],
-               done: Callable[[float], None]) -> Tensor:
+               done: Callable[[float], None], backward: bool = True) -> Tensor:
     """`run(leaves)`, timed; `done(seconds)` gets forward + backward seconds.
 
     Args:
@@ -68,13 +68,16 @@ def timed_call(run: Callable[[dict[str, Tensor]], Tensor], leaves: Mapping[str, 
         leaves: every tensor `run` reads that may carry a gradient (features, weights).
         done: called once with the call's seconds (never, if a gradient starts flowing
             back but the step stops before reaching the inputs).
+        backward: time the backward too when a gradient can flow; False times the
+            forward alone (an eval-mode layer called with autograd on: its output is
+            usually never differentiated, and waiting for a backward would never end).
     """
     device = next(iter(leaves.values())).device
     leaves = dict(leaves)
     # Only tensors that carry a gradient are bracketed: wrapping the others would make
     # autograd compute gradients nobody asked for (the first layer's input features).
     names = [n for n, t in leaves.items() if t.requires_grad]
-    grads = torch.is_grad_enabled() and bool(names)
+    grads = backward and torch.is_grad_enabled() and bool(names)
     clock = _Clock(device, 0.0, done)
     if grads:
         leaves.update(zip(names, _BackwardEnds.apply(clock, *(leaves[n] for n in names))))

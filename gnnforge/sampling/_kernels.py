@@ -111,9 +111,14 @@ def _gather(values, pos):
     return out
 
 
+# r_t comes from a per-vertex table only on graphs this small: 2^16 float64 = 512 KiB,
+# a constant (no scratch grows with the graph), and cheap to look up (it stays in cache).
+_TABLE_MAX_NODES = 1 << 16
+
+
 @numba.njit(cache=True, nogil=True)
 def labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi, num_nodes, key_a, key_b, mix,
-                dependent):
+                dependent, capacity=-1):
     """LABOR of one layer: edge t -> s kept iff r_t <= min(1, c_s * pi_t).
 
     `rows[i]` is the CSR row of destination i; `pi_edge` holds pi_t of every in-edge of
@@ -124,37 +129,37 @@ def labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi, num_nodes, key_a, k
     weights sum to its number of kept edges (a plain mean of w * h is then the Hajek
     estimate of the full-neighbourhood mean).
 
-    r_t is hashed once per vertex into a table when the frontier has at least 8 in-edges
-    per vertex of the graph (the table is then no larger than the per-edge marks), else
-    once per edge; a first pass marks the kept edges so that no
-    variate is computed twice.
+    One pass over the destinations' in-edges writes the kept edges straight into output
+    buffers sized by the expected number kept (sum of min(1, c_s pi_t)), grown by half
+    when a draw exceeds it: memory follows the sampled edges, not the in-edges read (on
+    R-MAT the frontier's in-degree sum grows with the graph through its hubs). r_t is
+    hashed per edge, or read from a per-vertex table on graphs of at most
+    `_TABLE_MAX_NODES` vertices whose frontier reads at least one in-edge per vertex.
+    `capacity` >= 0 replaces the expected count as the buffers' first size (tests use it
+    to exercise the growth).
     """
     n = rows.shape[0]
     total = 0
-    for i in range(n):
-        total += rowptr[rows[i] + 1] - rowptr[rows[i]]
-    # The [N] float64 table only when the layer reads 8 in-edges per vertex anyway: it is
-    # then no larger than `keep` (1 byte per in-edge), so memory follows the batch.
-    table = total >= 8 * num_nodes
-    r = _vertex_variates(num_nodes, key_a, key_b, mix, dependent) if table \
-        else np.empty(0, dtype=np.float64)
-    keep = np.zeros(total, dtype=np.bool_)
-    counts = np.zeros(n, dtype=np.int64)
+    expected = 0.0
     m = 0
     for i in range(n):
-        row = rows[i]
-        for j in range(rowptr[row], rowptr[row + 1]):
-            t = col[j]
-            p = c[i] * (pi_edge[m] if use_pi else 1.0)
-            u = r[t] if table else variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX)
-            if u <= p:
-                keep[m] = True
-                counts[i] += 1
-            m += 1
-    kept = counts.sum()
-    src = np.empty(kept, dtype=np.int64)
-    eid = np.empty(kept, dtype=np.int64)
-    weight = np.empty(kept, dtype=np.float64)
+        start, stop = rowptr[rows[i]], rowptr[rows[i] + 1]
+        total += stop - start
+        if use_pi:
+            for _ in range(start, stop):
+                expected += min(1.0, c[i] * pi_edge[m])
+                m += 1
+        else:
+            expected += min(1.0, c[i]) * (stop - start)
+    table = num_nodes <= _TABLE_MAX_NODES and total >= num_nodes
+    r = _vertex_variates(num_nodes, key_a, key_b, mix, dependent) if table \
+        else np.empty(0, dtype=np.float64)
+    if capacity < 0:
+        capacity = min(total, int(expected + 4.0 * math.sqrt(expected)) + 16)
+    src = np.empty(capacity, dtype=np.int64)
+    eid = np.empty(capacity, dtype=np.int64)
+    weight = np.empty(capacity if use_pi else 0, dtype=np.float64)  # LABOR-0: unweighted
+    counts = np.zeros(n, dtype=np.int64)
     out = 0
     m = 0
     for i in range(n):
@@ -162,17 +167,40 @@ def labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi, num_nodes, key_a, k
         first = out
         norm = 0.0
         for j in range(rowptr[row], rowptr[row + 1]):
-            if keep[m]:
-                p = c[i] * (pi_edge[m] if use_pi else 1.0)
-                src[out] = col[j]
-                eid[out] = eids[j]
+            t = col[j]
+            p = c[i] * (pi_edge[m] if use_pi else 1.0)
+            m += 1
+            u = r[t] if table else variate(key_a, key_b, mix, dependent, t, _SALT_VERTEX)
+            if u > p:
+                continue
+            if out == capacity:  # more kept than expected: grow by half (rare)
+                capacity = min(total, capacity + capacity // 2 + 16)
+                src, eid, weight = _grown(src, eid, weight, capacity, use_pi)
+            src[out] = t
+            eid[out] = eids[j]
+            if use_pi:
                 weight[out] = 1.0 / min(1.0, p)
                 norm += weight[out]
-                out += 1
-            m += 1
-        for j in range(first, out):
-            weight[j] *= (out - first) / norm
-    return counts, src, eid, weight
+            out += 1
+        counts[i] = out - first
+        if use_pi:
+            for j in range(first, out):
+                weight[j] *= (out - first) / norm
+    return counts, src[:out], eid[:out], weight[:out] if use_pi else weight
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown(src, eid, weight, capacity, weighted):
+    """The output buffers copied into larger ones of `capacity` entries."""
+    size = src.shape[0]
+    new_src = np.empty(capacity, dtype=np.int64)
+    new_eid = np.empty(capacity, dtype=np.int64)
+    new_weight = np.empty(capacity if weighted else 0, dtype=np.float64)
+    new_src[:size] = src
+    new_eid[:size] = eid
+    if weighted:
+        new_weight[:size] = weight
+    return new_src, new_eid, new_weight
 
 
 @numba.njit(cache=True, nogil=True)

@@ -280,6 +280,9 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
         loss.backward()
         value = _all_reduce_step(model, loss) if shared and world > 1 else float(loss.detach())
         optimizer.step()
+        # The next batch is sampled before `batch = ...` rebinds the name: drop this one
+        # (blocks, input rows) and the loss's graph first, so only one batch is alive.
+        del batch, loss
         progress.seconds += time.perf_counter() - start
         progress.loss_sum += value * items
         progress.items += items

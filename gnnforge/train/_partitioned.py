@@ -216,30 +216,50 @@ class PartitionedNodeTask:
 
     @torch.no_grad()
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
-        """Accuracy on `split`, by sampled minibatches (collective)."""
-        from gnnforge.sampling import NodeSeeds
-
+        """Accuracy on `split`, by sampled minibatches (collective); prefetched like
+        training when `--prefetch` is on."""
         model.eval()
-        batches = list(NodeSeeds(self._split_ids[split], self.config.batch_size,
-                                 shuffle=False))
-        if self.independent:
-            steps = torch.tensor([len(batches)])
-            dist.all_reduce(steps, op=dist.ReduceOp.MAX)
-            mine = [batches[i] if i < len(batches) else torch.zeros(0, dtype=torch.int64)
-                    for i in range(int(steps))]
-        else:
-            mine = batches[self.coop.index::self.coop.count]
+        steps = self._eval_steps(split)
         counts = torch.zeros(2, dtype=torch.float64)
-        for step, seeds in enumerate(mine):
-            index = step if self.independent else step * self.coop.count + self.coop.index
-            batch = self._produce(seeds, index, self.eval_keys, self.coop.group)
+        for batch in self._batches(steps, self.eval_keys):
             if batch.labels.numel() or batch.exchanges is not None:
                 logits = model(batch.blocks, batch.x, exchange=batch.exchanges)
                 counts += torch.tensor([float((logits.argmax(1) == batch.labels).sum()),
                                         float(batch.labels.numel())], dtype=torch.float64)
+            del batch  # before the next one is produced (without prefetching)
         model.train()
         dist.all_reduce(counts)
         return {f"{split}_accuracy": float(counts[0] / max(float(counts[1]), 1.0))}
+
+    def _eval_steps(self, split: str) -> list[tuple[Tensor, int]]:
+        """(seeds, key index) of this process's evaluation steps; every process of a group
+        gets the same number (independent: padded with empty batches)."""
+        from gnnforge.sampling import NodeSeeds
+
+        batches = list(NodeSeeds(self._split_ids[split], self.config.batch_size,
+                                 shuffle=False))
+        if not self.independent:
+            count = self.coop.count
+            return [(batches[i], i) for i in range(self.coop.index, len(batches), count)]
+        steps = torch.tensor([len(batches)])
+        dist.all_reduce(steps, op=dist.ReduceOp.MAX)
+        empty = torch.zeros(0, dtype=torch.int64)
+        return [(batches[i] if i < len(batches) else empty, i) for i in range(int(steps))]
+
+    def _batches(self, steps: list[tuple[Tensor, int]], keys):
+        """The prepared minibatches of `steps` in order, from the prefetch thread (on the
+        sampling group) when `--prefetch` is on."""
+        from gnnforge.train._prefetch import Prefetcher
+
+        if not self.config.prefetch:
+            for seeds, key_index in steps:
+                yield self._produce(seeds, key_index, keys, self.coop.group)
+            return
+        group = self.coop.sampling_group
+        prefetcher = Prefetcher(lambda step: self._produce(*steps[step], keys, group), 0,
+                                len(steps), self.config.prefetch)
+        for step in range(len(steps)):
+            yield prefetcher.get(step)
 
     def epoch_stats(self) -> dict[str, float]:
         """Collective: edges per minibatch (cooperative: a group's global one); per process

@@ -124,12 +124,12 @@ def test_gine_equals_pyg(shape, edge_dim):
 
 @pytest.mark.parametrize("shape", GRAPHS)
 @pytest.mark.parametrize("aggr", ["mean", "sum", "max"])
-@pytest.mark.parametrize("num_bases", [None, 2])
+@pytest.mark.parametrize("decomposition", [{}, {"num_bases": 2}, {"num_blocks": 2}])
 @pytest.mark.parametrize("widths", [(6, 4), (4, 6)])
-def test_rgcn_equals_pyg(shape, aggr, num_bases, widths):
+def test_rgcn_equals_pyg(shape, aggr, decomposition, widths):
     graph = random_graph(*shape, num_types=3)
-    ours = RGCNConv(*widths, num_relations=3, num_bases=num_bases, aggr=aggr)
-    theirs = pyg.RGCNConv(*widths, num_relations=3, num_bases=num_bases, aggr=aggr)
+    ours = RGCNConv(*widths, num_relations=3, aggr=aggr, **decomposition)
+    theirs = pyg.RGCNConv(*widths, num_relations=3, aggr=aggr, **decomposition)
     theirs.load_state_dict(ours.state_dict())
     x = features(shape[0], graph.num_nodes, widths[0])
     expected = theirs(x, edge_index(graph), graph.edge_type)

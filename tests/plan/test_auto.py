@@ -119,6 +119,19 @@ def test_a_fingerprint_mismatch_measures(settings):
     assert entry.race is not None and "fingerprint mismatch" in entry.reason
 
 
+def test_an_eval_layer_called_with_autograd_on_still_locks_in_a_plan(settings):
+    """Inference written without torch.no_grad(): nobody differentiates the output, so
+    the race times forwards (waiting for a backward, it never ended)."""
+    settings(measure="always", samples=2, budget=10.0)
+    graph = rmat(6, 300, seed=3)
+    layer = GCNConv(8, 32).eval()
+    x = torch.randn(graph.num_nodes, 8)
+    for _ in range(12):
+        layer(graph, x)
+    (entry,) = auto_plans(layer).values()
+    assert entry.plan is not None and entry.race.done
+
+
 def test_timed_call_times_forward_and_backward_without_changing_gradients():
     torch.manual_seed(0)
     weight = torch.randn(5, 3, requires_grad=True)

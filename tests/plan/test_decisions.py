@@ -248,7 +248,7 @@ def test_decision_margin_is_the_largest_predicted_gain_that_lost():
 def test_layer_overheads_cover_every_planned_layer_and_mode():
     overheads = layer_overheads(samples=1)
     assert set(overheads) == {"GCNConv", "GATConv", "GATv2Conv", "SGConv", "TAGConv", "SAGEConv",
-                              "GINConv"}
+                              "GINConv", "RGCNConv"}
     assert all(set(m) == {"infer", "train"} and min(m.values()) > 0 for m in overheads.values())
 
 
@@ -349,8 +349,9 @@ def test_optimize_applies_the_cost_models_caution():
 def test_shipped_models_choices_compute_the_default_results(training):
     from gnnforge.plan._suite import _mycielski
 
-    graph = _mycielski(8)  # dense: every layer here predicts a gain off the default plan
+    graph = _mycielski(8)  # dense: the layers here predict gains off the default plan
     torch.manual_seed(0)
+    moved = 0
     for layer in (GCNConv(32, 256), GCNConv(256, 32), GATConv(32, 256)):
         layer.train(training)
         x = torch.randn(graph.num_nodes, layer.plan_symbols()["I"], requires_grad=True)
@@ -360,13 +361,15 @@ def test_shipped_models_choices_compute_the_default_results(training):
         x.grad = None
         layer.zero_grad()
         plan = optimize(layer, graph, training=training, margin=0.0, caution=0.0)
-        assert layer.plan == plan.decisions[0].chosen != plan.decisions[0].default
+        assert layer.plan == plan.decisions[0].chosen
+        moved += plan.decisions[0].chosen != plan.decisions[0].default
         out = layer(graph, x)
         out.square().sum().backward()
         grads = [x.grad] + [p.grad for p in layer.parameters()]
         torch.testing.assert_close(out, default_out, rtol=1e-4, atol=1e-4)
         for got, expected in zip(grads, default_grads):
             torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-3)
+    assert moved >= 1  # which layers move depends on the models shipped; some must
 
 
 def test_timing_noise_is_the_odd_even_difference_of_the_gain():

@@ -33,9 +33,10 @@ def graphs(draw):
                  torch.tensor(draw(ends), dtype=torch.long), nodes)
 
 
-def _value_and_grads(layer, graph, x):
+def value_and_grads(layer, graph, x, *extra):
+    """The layer's output and every gradient (input, parameters) of a fixed weighting."""
     x = x.clone().requires_grad_(True)
-    out = layer(graph, x)
+    out = layer(graph, x, *extra)
     (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
     grads = [x.grad] + [p.grad.clone() for p in layer.parameters()]
     layer.zero_grad()
@@ -50,8 +51,8 @@ def test_every_composition_equals_the_default_order(name, graph, seed):
     layer = LAYERS[name]().double()
     x = torch.randn(graph.num_nodes, 5, dtype=torch.float64)
     layer.plan = "default"
-    want = _value_and_grads(layer, graph, x)
+    want = value_and_grads(layer, graph, x)
     for composition in enumerate_compositions(layer.plan_expression()):
         layer.plan = composition
-        for got, expected in zip(_value_and_grads(layer, graph, x), want, strict=True):
+        for got, expected in zip(value_and_grads(layer, graph, x), want, strict=True):
             torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-10)

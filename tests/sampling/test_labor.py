@@ -1,12 +1,16 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from gnnforge.data import rmat
 from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler, uniform_variates
 from gnnforge.sampling._common import csr_arrays
-from gnnforge.sampling._kernels import labor_importance
+from gnnforge.graph import Graph
+from gnnforge.sampling._kernels import _TABLE_MAX_NODES, labor_importance, labor_layer
+from gnnforge.sampling._variates import variate
 
 from .sampling_helpers import check_blocks, random_multigraph, star_in
 
@@ -37,7 +41,7 @@ def labor0_ref(graph, seeds, fanouts, key):
 @pytest.mark.parametrize("seed,seeds", [
     (0, [0, 7, 3, 59, 20]), (1, [0, 7, 3, 59, 20]), (2, [0, 7, 3, 59, 20]),
     (3, [4]),  # few in-edges: r_t hashed per edge
-    (4, list(range(60))),  # in-edges >= 8 x nodes: r_t from the per-vertex table
+    (4, list(range(60))),  # in-edges >= nodes: r_t from the per-vertex table
 ])
 def test_labor0_equals_reference(seed, seeds):
     graph = random_multigraph(seed, num_nodes=60, num_edges=500)
@@ -48,6 +52,75 @@ def test_labor0_equals_reference(seed, seeds):
     for block, (nodes, cols, picked) in zip(blocks, labor0_ref(graph, seeds, [2, 3], key)):
         assert block.src_nodes.tolist() == [int(v) for v in nodes]
         assert block.col.tolist() == cols and block.edge_ids.tolist() == [int(e) for e in picked]
+
+
+@settings(max_examples=30, deadline=None)
+@given(num_nodes=st.integers(0, 30), edges=st.lists(st.tuples(st.integers(0, 29),
+                                                              st.integers(0, 29)), max_size=120),
+       fraction=st.floats(0, 1), seed=st.integers(0, 5), dependent=st.booleans())
+def test_labor0_equals_reference_on_any_multigraph(num_nodes, edges, fraction, seed,
+                                                    dependent):
+    edges = [(u, v) for u, v in edges if u < num_nodes and v < num_nodes]
+    graph = Graph([u for u, _ in edges], [v for _, v in edges], num_nodes)
+    seeds = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))
+    seeds = seeds[:int(fraction * num_nodes)]
+    key = DependentKeys(4 if dependent else 1, seed=seed)[1]
+    blocks = LaborSampler([2, 1]).sample(graph, seeds, key=key)
+    check_blocks(graph, seeds, blocks)
+    for block, (nodes, cols, picked) in zip(blocks, labor0_ref(graph, seeds, [2, 1], key)):
+        assert block.src_nodes.tolist() == [int(v) for v in nodes]
+        assert block.col.tolist() == cols and block.edge_ids.tolist() == [int(e) for e in picked]
+
+
+def _labor_layer_ref(rowptr, col, eids, rows, c, pi_edge, use_pi, layer_key):
+    """Plain Python: keep t -> s_i iff r_t <= c_i pi_t; weights 1/min(1, p), normalised
+    to mean 1 per destination."""
+    counts, src, eid, weight = [], [], [], []
+    m = 0
+    for i, row in enumerate(rows):
+        kept = []
+        for j in range(rowptr[row], rowptr[row + 1]):
+            p = c[i] * (pi_edge[m] if use_pi else 1.0)
+            m += 1
+            u = variate(layer_key.key_a, layer_key.key_b, layer_key.mix, layer_key.dependent,
+                        int(col[j]), 0)
+            if u <= p:
+                kept.append((int(col[j]), int(eids[j]), 1.0 / min(1.0, p)))
+        counts.append(len(kept))
+        norm = sum(w for _, _, w in kept)
+        for t, e, w in kept:
+            src.append(t)
+            eid.append(e)
+            weight.append(w * len(kept) / norm)
+    return counts, src, eid, weight
+
+
+@pytest.mark.parametrize("use_pi", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_labor_layer_equals_reference_in_every_path(use_pi, seed):
+    """Per-edge hashing and the per-vertex table agree; buffers that must grow (capacity
+    0 and 1) give what the expected-size buffers give; LABOR-* weights match."""
+    graph = random_multigraph(seed, num_nodes=60, num_edges=700)
+    rowptr, col, eids = csr_arrays(graph)
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(60, 40, replace=False).astype(np.int64)
+    degree = (rowptr[rows + 1] - rowptr[rows]).astype(np.float64)
+    c = np.where(degree <= 3, np.inf, 3 / np.maximum(degree, 1))
+    pi_edge = rng.uniform(0.2, 1.5, int(degree.sum())) if use_pi else np.ones(0)
+    layer_key = DependentKeys(1 if seed % 2 else 4, seed=seed)[2].for_layer(1)
+    args = (layer_key.key_a, layer_key.key_b, layer_key.mix, layer_key.dependent)
+    expected = _labor_layer_ref(rowptr, col, eids, rows, c, pi_edge, use_pi, layer_key)
+    assert degree.sum() >= 60  # the frontier reads every vertex's worth: table path
+    for num_nodes, capacity in [(60, -1), (_TABLE_MAX_NODES + 1, -1), (60, 0),
+                                (_TABLE_MAX_NODES + 1, 1)]:
+        counts, src, eid, weight = labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi,
+                                               num_nodes, *args, capacity)
+        assert counts.tolist() == expected[0]
+        assert src.tolist() == expected[1] and eid.tolist() == expected[2]
+        if use_pi:
+            np.testing.assert_allclose(weight, expected[3], rtol=1e-12)
+        else:
+            assert weight.size == 0  # LABOR-0 is unweighted
 
 
 def test_labor0_keep_probability_is_min_one_k_over_d():
