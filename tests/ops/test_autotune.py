@@ -141,6 +141,7 @@ def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
     assert "GNNFORGE_BACKEND: backend must be one of" in result.stderr
 
 
+@pytest.mark.slow  # two processes, each starting torch and compiling numba's kernels
 def test_concurrent_processes_keep_one_valid_record(tmp_path):
     script = (
         "import sys\n"
