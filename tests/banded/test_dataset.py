@@ -14,7 +14,6 @@ from gnnforge.banded import (
 )
 from gnnforge.cli import main
 from gnnforge.data import grid_2d
-from tests._cache import seeded_cache
 
 
 def test_assemble_never_splits_and_skips_oversized():
@@ -29,7 +28,7 @@ def _labelled(graph, seed):
 
 
 def test_compile_dataset_permutes_data_and_counts_drops(tmp_path, monkeypatch):
-    monkeypatch.setenv("GNNFORGE_CACHE", str(seeded_cache(tmp_path / "cache")))
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
     g = torch.Generator().manual_seed(0)
     wide = Graph(torch.randint(0, 40, (300,), generator=g),
                  torch.randint(0, 40, (300,), generator=g), 40)
@@ -62,7 +61,7 @@ def test_stats_plot_and_cli(tmp_path, monkeypatch, capsys):
     assert rcm_order(graphs[0]).numel() == 54
     plot_bandwidth_histograms(stats, str(tmp_path / "hist.png"))
     assert (tmp_path / "hist.png").stat().st_size > 1000
-    monkeypatch.setenv("GNNFORGE_CACHE", str(seeded_cache(tmp_path / "cache")))
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path / "cache"))
     root = tmp_path / "src"
     root.mkdir()
     (root / "a.py").write_text("def f(a):\n    b = a\n    return b\n\n"

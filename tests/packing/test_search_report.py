@@ -8,7 +8,6 @@ import pytest
 from gnnforge.packing import size_histogram
 from gnnforge.packing._report import REPORT_ROWS, packing_report
 from gnnforge.packing._search import search_limits
-from tests._cache import seeded_cache
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +62,7 @@ def test_cli_plan_and_search(tmp_path, capsys, monkeypatch):
     pytest.importorskip("rdkit")
     from gnnforge.cli import main
 
-    monkeypatch.setenv("GNNFORGE_CACHE", str(seeded_cache(tmp_path / "cache")))
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "mols.smi"
     path.write_text("\n".join(["CCO", "c1ccccc1", "CC(=O)Nc1ccccc1", "CCCCCC", "O"] * 20))
     assert main(["pack", "--source", str(path), "--max-graphs", "8"]) == 0
