@@ -6,6 +6,7 @@ from gnnforge.distributed._exchange import (ExchangePlan, PeerError, Traffic, al
 from gnnforge.distributed._groups import Cooperation, cooperation_groups
 from gnnforge.distributed._launch import (ProcessResult, default_backend, free_port,
                                           init_from_env, spawn)
+from gnnforge.distributed._memory import fix_mmap_threshold
 from gnnforge.distributed._partition import balance, edge_cut, partition_nodes, rebalance
 from gnnforge.distributed._remote import fetch_rows, sample_remote
 from gnnforge.distributed._rendezvous import rendezvous_timeout
@@ -29,6 +30,7 @@ __all__ = [
     "edge_cut",
     "exchange",
     "fetch_rows",
+    "fix_mmap_threshold",
     "free_port",
     "init_from_env",
     "load_partition",

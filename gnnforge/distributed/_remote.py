@@ -5,7 +5,8 @@ vertices it owns. For its own (independent) minibatch it therefore asks the owne
 layer by layer, each process sends the destinations it does not own to their owners
 (all_to_all of ids), every owner samples the requested in-edges with the *requester's*
 key (so the picks equal what the whole graph would give that requester), and the picks
-travel back (all_to_all of counts, sources and edge ids). Input features come the same
+travel back: four collectives per layer (request counts, request ids, pick counts, then
+sources and edge ids together). Input features come the same
 way (`fetch_rows`). Every process calls these once per step: they are collectives.
 """
 
@@ -50,9 +51,18 @@ def _serve(edges: InEdges, layer_fn: Callable, asked: list[Tensor], layer: int,
     return counts, src, eid
 
 
-def _back(chunks: list[Tensor], what: str, group) -> Tensor:
-    received = all_to_all_ids(chunks, what, group)
-    return torch.cat(received) if received else torch.zeros(0, dtype=torch.int64)
+def _answer(counts: list[Tensor], src: list[Tensor], eid: list[Tensor], asked: list[Tensor],
+            sizes: list[int], group) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Picks back to their requesters in two collectives: both sides know how many counts
+    travel (one per requested vertex), and then how many picks; sources and edge ids
+    travel together as the two columns of one [k, 2] tensor."""
+    counts_back = all_to_all_rows(torch.cat(counts), [int(a.numel()) for a in asked], sizes,
+                                  "all_to_all of sampled counts", group)
+    per_owner = [int(c.sum()) for c in counts_back.split(sizes)]
+    picks = torch.stack([torch.cat(src), torch.cat(eid)], dim=1)  # [k, 2]
+    picks_back = all_to_all_rows(picks, [int(c.numel()) for c in src], per_owner,
+                                 "all_to_all of sampled sources and edge ids", group)
+    return counts_back.numpy(), picks_back[:, 0].numpy(), picks_back[:, 1].numpy()
 
 
 def sample_remote(sampler, edges: InEdges, owner: np.ndarray, seeds: Tensor,
@@ -82,9 +92,7 @@ def sample_remote(sampler, edges: InEdges, owner: np.ndarray, seeds: Tensor,
         requests = list(torch.from_numpy(frontier[order]).split(sizes))
         asked = all_to_all_ids(requests, "all_to_all of vertices to sample", group)
         counts, src, eid = _serve(edges, layer_fn, asked, layer, keys)
-        counts_back = _back(counts, "all_to_all of sampled counts", group).numpy()
-        src_back = _back(src, "all_to_all of sampled sources", group).numpy()
-        eid_back = _back(eid, "all_to_all of sampled edge ids", group).numpy()
+        counts_back, src_back, eid_back = _answer(counts, src, eid, asked, sizes, group)
         # Responses arrive grouped by owner in request order; put them in frontier order.
         starts = np.zeros(counts_back.size + 1, dtype=np.int64)
         np.cumsum(counts_back, out=starts[1:])

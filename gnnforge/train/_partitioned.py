@@ -65,6 +65,7 @@ class PartitionedNodeTask:
     def __init__(self, config: TrainConfig) -> None:
         from gnnforge.distributed import load_partition, read_manifest
         from gnnforge.distributed._groups import cooperation_groups
+        from gnnforge.distributed._memory import fix_mmap_threshold, mmap_threshold_from_env
         from gnnforge.sampling import DependentKeys, FeatureStore, LaborSampler, NeighborSampler
 
         if not dist.is_initialized() and "WORLD_SIZE" in os.environ:  # torchrun, even of 1
@@ -74,6 +75,14 @@ class PartitionedNodeTask:
         if not dist.is_initialized():
             raise ConfigError("--partitioned runs under torchrun (one process per part): "
                               "torchrun --nproc-per-node P -m gnnforge train --partitioned DIR")
+        # Opt-in: freed minibatch arrays leave the process at once instead of staying in
+        # the heap of the thread that allocated them (gnnforge/distributed/_memory.py).
+        try:
+            threshold = mmap_threshold_from_env()
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if threshold is not None:
+            fix_mmap_threshold(threshold)
         self.config = config
         self.independent = config.distributed == "independent"
         manifest = read_manifest(config.partitioned)
