@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import torch
 import gnnforge
 from gnnforge.ops import _autotune
 from gnnforge.ops._autotune import KernelClass
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
 SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
@@ -125,7 +127,7 @@ def test_real_calibration_picks_a_candidate_that_computes_the_reference(fresh_ca
 def _run(script: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO), **env_extra)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=env, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
@@ -139,6 +141,7 @@ def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
     assert "GNNFORGE_BACKEND: backend must be one of" in result.stderr
 
 
+@pytest.mark.slow  # two processes, each starting torch and compiling numba's kernels
 def test_concurrent_processes_keep_one_valid_record(tmp_path):
     script = (
         "import sys\n"
@@ -153,20 +156,43 @@ def test_concurrent_processes_keep_one_valid_record(tmp_path):
     processes = [subprocess.Popen([sys.executable, "-c", script, str(width)], env=env,
                                   stderr=subprocess.PIPE, text=True) for width in (0, 1)]
     for process in processes:
-        assert process.wait(timeout=300) == 0, process.stderr.read()
+        assert process.wait(timeout=SUBPROCESS_TIMEOUT_S) == 0, process.stderr.read()
     records = list((tmp_path / "tuning").glob("kernels-*.json"))
     assert len(records) == 1
     classes = json.loads(records[0].read_text())["classes"]
     assert {key.split(".")[-1] for key in classes} == {"w32B", "w64B"}
 
 
-def test_doctor_lists_measured_classes(fresh_cache, monkeypatch):
-    _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
-    report = gnnforge.doctor()
-    assert "no kernel class measured yet" in report
-    _autotune.choice(SUM64)
-    report = gnnforge.doctor()
-    assert SUM64.key() in report and "-> numba" in report
+def _copy_native_libraries(target: Path) -> None:
+    """The native builds of the suite's cache, with their hash records, copied to `target`:
+    doctor() reports (so loads) every variant, which in an empty cache means a minute of
+    g++ that this test is not about (test_native_build.py tests building and its cache)."""
+    from gnnforge.ops._native_build import available_variants, build
+
+    (target / "native").mkdir(parents=True, exist_ok=True)
+    for variant in available_variants():
+        try:
+            source = build(variant.name)
+        except Exception:  # no compiler: doctor() says so, as it will in the copy
+            continue
+        for path in (source, source.with_suffix(".json")):
+            shutil.copyfile(path, target / "native" / path.name)
+
+
+def test_doctor_lists_measured_classes(tmp_path, monkeypatch):
+    _copy_native_libraries(tmp_path)  # before the cache moves there
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
+    _autotune.forget()
+    try:
+        _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
+        report = gnnforge.doctor()
+        assert "no kernel class measured yet" in report
+        assert "native kernel library:" in report
+        _autotune.choice(SUM64)
+        report = gnnforge.doctor()
+        assert SUM64.key() in report and "-> numba" in report
+    finally:
+        _autotune.forget()
 
 
 def test_streaming_calls_are_their_own_class_keyed_and_read_back(fresh_cache, monkeypatch):

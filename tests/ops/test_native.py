@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import gnnforge.ops as ops
 from gnnforge.graph import Graph
 from gnnforge.ops._native import available
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 pytestmark = pytest.mark.skipif(not available(), reason="native kernels unavailable here")
 
@@ -168,7 +169,7 @@ def test_without_a_compiler_numba_runs_and_says_why(tmp_path):
                PATH=str(_bin_with_failing_compilers(tmp_path)), NUMBA_NUM_THREADS="1",
                OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=env, timeout=300)
+                            env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1", "refused", "True"]
 
