@@ -184,7 +184,7 @@ def test_the_current_fingerprint_follows_the_backend_in_force():
     from gnnforge.plan._fingerprint import current_fingerprint
 
     here = current_fingerprint()
-    assert here == fingerprint()
+    assert not mismatches(here, fingerprint())  # kernel classes measured since: not compared
     with ops.use_backend("numba"):
         assert current_fingerprint()["backend"] == "numba" != here["backend"]
     assert current_fingerprint() == here
