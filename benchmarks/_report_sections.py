@@ -104,6 +104,8 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/planner.py", *_PLANNER_EVAL, "--backend", "numba")),
         Run("table3_avx2", "The same with the native kernels restricted to AVX2, models "
             "not refitted", ("benchmarks/planner.py", *_PLANNER_EVAL, "--isa", "avx2")),
+        Run("rgcn", "RGCN's relation-wise and basis orders: candidates and choices",
+            ("benchmarks/planner_rgcn.py",)),
         Run("quick_profile", "`gnnforge plan profile --quick`: a refit on this machine",
             ("-m", "gnnforge.cli", "plan", "profile", "--quick", "--no-progress", "--out",
              "/tmp/gnnforge-quick-models")),

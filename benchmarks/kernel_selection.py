@@ -11,8 +11,8 @@ For each cell of the spmm grid (copy_u_sum on R-MAT 2^17/2^21 and Pubmed, F = 16
   and off (the generic OpenMP loop every other CPU gets), and `torch.sparse.mm`,
 
 and prints `default / best candidate` (selection target: <= 1.10) and `fastest DGL /
-default` (speed target: > 1). Every time is the median of --repeats runs after one
-warm-up run.
+default` (speed target: > 1). Every time is the median of --repeats rounds after one
+warm-up round; a round runs every method once (interleaved, so drift hits all alike).
 
     python benchmarks/kernel_selection.py                      # this machine, all candidates
     python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spmm import _load, _median_ms  # noqa: E402  (the same workloads and timing as spmm.py)
+from spmm import _load  # noqa: E402  (the same workloads and timing as spmm.py)
 
 import gnnforge.ops as ops  # noqa: E402
 from gnnforge.data import shared_datasets_dir  # noqa: E402
@@ -108,6 +109,20 @@ def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
     return methods
 
 
+def _interleaved_median_ms(methods, repeats: int) -> dict[str, float]:
+    """Median ms per method over `repeats` rounds that run every method once each, after
+    one warm-up round: drift and neighbours' bursts hit all methods alike."""
+    for call in methods.values():
+        call()
+    times = {name: [] for name in methods}
+    for _ in range(repeats):
+        for name, call in methods.items():
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1e3 for name, values in times.items()}
+
+
 def grid(workloads, widths, repeats, dgl):
     graphs = {name: _load(name, shared_datasets_dir()) for name in workloads}
     cells = [(name, width, mode) for name in workloads for width in widths
@@ -115,12 +130,13 @@ def grid(workloads, widths, repeats, dgl):
     rows, names = [], None
     for name, width, mode in tqdm(cells, desc="copy_u_sum cells", file=sys.stderr):
         methods = _methods(graphs[name], width, mode == "fwd+bwd", dgl, torch.int32)
-        ms = {method: _median_ms(call, repeats) for method, call in methods.items()}
+        ms = _interleaved_median_ms(methods, repeats)
         candidates = [m for m in ms if m not in ("default", "sparse.mm", "dgl", "dgl generic")]
         best = min(candidates, key=ms.get)
         dgl_best = min((ms[m] for m in ("dgl", "dgl generic") if m in ms), default=float("nan"))
-        chosen = _autotune.choice(KernelClass("copy_lhs", "sum", "float32", "int32",
-                                              _autotune.width_class(width, torch.float32)))
+        chosen = _autotune.choice(KernelClass(
+            "copy_lhs", "sum", "float32", "int32", _autotune.width_class(width, torch.float32),
+            _autotune.size_class(graphs[name].num_nodes, width, torch.float32)))
         names = list(ms)
         rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
                      f"{ms['default'] / ms[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])
@@ -151,9 +167,15 @@ def selection_overhead(repeats: int = 3000) -> str:
             samples.append((time.perf_counter() - start) / repeats * 1e6)
         return min(samples)
 
-    default = per_call_us(lambda: ops.copy_u_sum(graph, x))
-    with ops.use_backend(chosen):
-        direct = per_call_us(lambda: ops.copy_u_sum(graph, x))
+    def forced():
+        with ops.use_backend(chosen):
+            return per_call_us(lambda: ops.copy_u_sum(graph, x))
+
+    defaults, directs = [], []
+    for _ in range(3):     # alternated, the best of each
+        defaults.append(per_call_us(lambda: ops.copy_u_sum(graph, x)))
+        directs.append(forced())
+    default, direct = min(defaults), min(directs)
     return (f"selection overhead (100 nodes, 300 edges, F=16 forward, best of 5 x {repeats} "
             f"calls): default {default:.1f} us/call, its choice {chosen} forced "
             f"{direct:.1f} us/call")

@@ -53,7 +53,7 @@ def load(name: str):
         dataset = load_dataset("pubmed")
         x, y = dataset.graph.node_data["x"], dataset.graph.node_data["y"]
     else:
-        dataset = load_dataset("musae-git", features="none")
+        dataset = load_dataset("musae-git")
         y = dataset.graph.node_data["y"]
         x = torch.randn(dataset.graph.num_nodes, 128, generator=torch.Generator().manual_seed(0))
     return _undirected(dataset.graph), x.float(), y.long()

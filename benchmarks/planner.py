@@ -20,6 +20,11 @@ strategy's total for ITERS iterations (default 100) including its overheads:
                  predicts, or measures the candidates in doubt (on a fingerprint
                  mismatch, e.g. under --backend numba with models fitted on native)
     oracle       ITERS x the best measured t
+    oracle (cv)  the same, the best chosen on one half of the rounds and timed on the
+                 other (both ways, averaged): picking the minimum of noisy medians and
+                 timing it with the same runs overstates the best plan's speed (the
+                 winner's curse: of several equally fast plans, the luckiest one wins);
+                 every other strategy's plan is chosen without these runs
 
 Running ITERS real iterations of every candidate of every configuration would take hours
 on this machine, so per-iteration times are medians of those runs and the totals are
@@ -258,6 +263,18 @@ def _indistinguishable(a, b) -> bool:
     return a == b or mannwhitneyu(a, b, alternative="two-sided").pvalue >= 0.05
 
 
+def _cross_validated_best(times: dict, plans: list) -> float:
+    """Seconds of the best plan, chosen on the odd rounds and timed on the even ones,
+    and the other way round (the mean of the two); the plain best with < 2 rounds."""
+    if min(len(times[p]) for p in plans) < 2:
+        return min(_median(times[p]) for p in plans)
+    folds = []
+    for pick, judge in ((0, 1), (1, 0)):
+        best = min(plans, key=lambda p: _median(times[p][pick::2]))
+        folds.append(_median(times[best][judge::2]))
+    return statistics.fmean(folds)
+
+
 def evaluate_row(r, threshold: float) -> dict:
     """Strategy totals for `iters` iterations and the decision's quality for one row."""
     t = {p: _median(v) for p, v in r["times"].items()}
@@ -275,6 +292,7 @@ def evaluate_row(r, threshold: float) -> dict:
         "planner": r["auto_planning"] + sum(t[p] for p in auto_calls)
         + (iters - len(auto_calls)) * t[r["auto_plan"]],
         "oracle": iters * t[best],
+        "oracle_cv": iters * _cross_validated_best(r["times"], candidates_),
     }
     chosen = r["auto_plan"]
     return dict(
@@ -344,22 +362,23 @@ def print_tables(rows) -> None:
           f"odd rounds / median of even rounds - 1| over {sum(len(r['times']) for r in rows)}"
           " (configuration, candidate) pairs)\n")
     print("| model | mode | configs | width rule | predicted | planner (min / max) | oracle | "
-          "planner / oracle | planner >= width rule | measured | = best or indistinguishable "
-          "| significantly slower than default |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+          "planner / oracle | oracle (cv) | planner / oracle (cv) | planner >= width rule | "
+          "measured | = best or indistinguishable | significantly slower than default |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     groups = defaultdict(list)
     for r, e in results:
         groups[(r["model"], _mode(r))].append((r, e))
         groups[(r["model"], "all")].append((r, e))
     for (model_name, mode), group in sorted(groups.items()):
         sp = {k: _geomean([e["speedup"][k] for _, e in group])
-              for k in ("width", "predicted", "planner", "oracle")}
+              for k in ("width", "predicted", "planner", "oracle", "oracle_cv")}
         low = min(e["speedup"]["planner"] for _, e in group)
         high = max(e["speedup"]["planner"] for _, e in group)
         measured = sum(bool(r["auto_reason"]) for r, _ in group)
         print(f"| {model_name} | {mode} | {len(group)} | {sp['width']:.3f} | "
               f"{sp['predicted']:.3f} | {sp['planner']:.3f} ({low:.2f} / {high:.2f}) | "
               f"{sp['oracle']:.3f} | {sp['planner'] / sp['oracle']:.3f} | "
+              f"{sp['oracle_cv']:.3f} | {sp['planner'] / sp['oracle_cv']:.3f} | "
               f"{'yes' if sp['planner'] >= sp['width'] else 'no'} | {measured} | "
               f"{sum(e['judged'] for _, e in group)} | {sum(e['slower'] for _, e in group)} |")
     _print_legend(rows)

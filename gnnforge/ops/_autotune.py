@@ -3,9 +3,9 @@
 The fastest CPU kernel is not a property of the code: on one machine the AVX-512 build
 wins, on a VM that hides AVX-512 and runs 256-bit AVX slowly the SSE2 build or numba
 wins (issue 14 measured both). So, like FFTW's wisdom and cuDNN's benchmark mode, the
-first call of a kernel *class* (primitive x reduce x dtype x index dtype x width class)
-times each candidate on a representative input (a seeded power-law graph of 2^14 nodes
-and 2^17 edges, the class's representative width) and records the winner in a
+first call of a kernel *class* (primitive x reduce x dtype x index dtype x width class x
+size class) times each candidate on a representative input (a seeded power-law graph,
+the class's representative width) and records the winner in a
 per-machine file under `cache_dir()/tuning/`, keyed by the machine fingerprint (CPU model
 and flags, cores, threads, the instruction-set restriction, library versions and the
 native sources). Later processes read the file and pay nothing; a lookup is one dict
@@ -16,6 +16,8 @@ copy sum/mean MKL's CSR product (`torch.sparse.mm`). `GNNFORGE_BACKEND` forces o
 backend for every call (see `_dispatch`); `GNNFORGE_ISA=sse2|avx2` restricts the native
 variants to that instruction set and below, standing in for a machine without AVX-512 or
 AVX2 (numba's and MKL's own restrictions are NUMBA_CPU_NAME and MKL_ENABLE_INSTRUCTIONS).
+The binary g-SpMMs (add, mul) and g-SDDMMs (add, mul, dot) are kernel classes too; edge
+softmax and GINE's fused kernels run the default variant (the widest under GNNFORGE_ISA).
 """
 
 from __future__ import annotations
@@ -48,34 +50,76 @@ __all__ = ["KernelClass", "candidates", "choice", "isa_restriction", "kernel_cho
 # 64 and 256, the issue's grid widths).
 _WIDTH_CLASS_BYTES = (0, 64, 256, 1024)
 _REPRESENTATIVE_BYTES = (32, 64, 256, 1024)
-_ISA_ORDER = ("sse2", "avx2", "avx512")
+_ISA_ORDER = _native_build.ISA_ORDER
 
 # Timing: rounds interleave the candidates (drift hits all alike); a class stops early
 # once its budget is spent. 2^17 edges at F=256 take about 3 ms a call on 2 cores.
 _ROUNDS = 5
 _CLASS_BUDGET_S = 0.6
+_PRUNE_RATIO = 1.5
 _REPRESENTATIVE_NODES = 2**14
 _REPRESENTATIVE_EDGES = 2**17
+
+# Size classes: whether the rows a kernel gathers fit in the last-level cache. The winner
+# changes there (restricted to AVX2 on a 32 MiB-L3 EPYC: numba fastest on Pubmed's 5-20 MiB
+# of features, the SSE2 build 2x faster on R-MAT's 32-128 MiB; BENCHMARKS.md). Streaming
+# classes are timed on a graph whose rows are 1.5x the cache, two edges a node (the rows
+# miss the cache; the call stays around 10-30 ms).
+_FITS, _STREAMS = 0, 1
+_STREAM_NODES_MAX = 2**21
 
 
 class KernelClass(NamedTuple):
     """What a kernel's speed depends on, coarsely enough to measure each once."""
 
-    primitive: str        # 'copy_lhs', 'copy_rhs', 'mean_grad', 'extreme_grad', ...
+    primitive: str        # 'copy_lhs', 'copy_rhs', 'mean_grad', 'extreme_grad', 'add',
+                          # 'mul' (binary g-SpMM), 'sddmm_dot', 'sddmm_add', 'sddmm_mul', ...
     reduce: str           # 'sum', 'mean', 'max', 'min' ('-' where there is none)
     dtype: str            # 'float32', 'float64'
     index: str            # 'int32', 'int64'
     width_class: int      # index into _WIDTH_CLASS_BYTES
+    size: int = _FITS     # _FITS or _STREAMS: do the gathered rows fit in the LLC
 
     def key(self) -> str:
-        return ".".join((self.primitive, self.reduce, self.dtype, self.index,
-                         f"w{_REPRESENTATIVE_BYTES[self.width_class]}B"))
+        parts = [self.primitive, self.reduce, self.dtype, self.index,
+                 f"w{_REPRESENTATIVE_BYTES[self.width_class]}B"]
+        return ".".join(parts + (["stream"] if self.size == _STREAMS else []))
 
 
 def width_class(width: int, dtype: torch.dtype) -> int:
     """The width class of rows of `width` elements of `dtype`."""
-    row_bytes = width * torch.empty(0, dtype=dtype).element_size()
+    row_bytes = width * dtype.itemsize
     return sum(row_bytes >= start for start in _WIDTH_CLASS_BYTES[1:])
+
+
+@functools.lru_cache(maxsize=1)
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache's size from sysfs (32 MiB where it cannot be read)."""
+    sizes = []
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = path.read_text().strip().upper()
+            scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except (OSError, ValueError):
+            continue
+    return max(sizes, default=32 * 2**20)
+
+
+def size_class(gathered_rows: int, width: int, dtype: torch.dtype) -> int:
+    """_STREAMS when `gathered_rows` rows of `width` `dtype` elements exceed the LLC."""
+    return _STREAMS if gathered_rows * width * dtype.itemsize > last_level_cache_bytes() \
+        else _FITS
+
+
+def representative_size(kernel_class: KernelClass) -> tuple[int, int]:
+    """(nodes, edges) of the graph a class is timed on."""
+    if kernel_class.size == _FITS:
+        return _REPRESENTATIVE_NODES, _REPRESENTATIVE_EDGES
+    row_bytes = _REPRESENTATIVE_BYTES[kernel_class.width_class]
+    nodes = min(_STREAM_NODES_MAX, max(_REPRESENTATIVE_NODES,
+                                       3 * last_level_cache_bytes() // (2 * row_bytes)))
+    return nodes, 2 * nodes
 
 
 def isa_restriction() -> str | None:
@@ -209,12 +253,15 @@ def _read(path: Path) -> dict[str, dict]:
 
 def _parse_key(key: str) -> KernelClass | None:
     parts = key.split(".")
+    size = _FITS
+    if len(parts) == 6 and parts[5] == "stream":
+        parts, size = parts[:5], _STREAMS
     if len(parts) != 5 or not parts[4].startswith("w") or not parts[4].endswith("B"):
         return None
     representative = int(parts[4][1:-1])
     if representative not in _REPRESENTATIVE_BYTES:
         return None
-    return KernelClass(*parts[:4], _REPRESENTATIVE_BYTES.index(representative))
+    return KernelClass(*parts[:4], _REPRESENTATIVE_BYTES.index(representative), size)
 
 
 def _load_record() -> None:
@@ -273,7 +320,7 @@ def _calibrate(kernel_class: KernelClass) -> str:
              "min_ms": {name: round(1e3 * min(values), 4) for name, values in times.items()},
              "median_ms": {name: round(1e3 * statistics.median(values), 4)
                            for name, values in times.items()},
-             "runs": min(len(values) for values in times.values()),
+             "runs": len(times[winner]),
              "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     _choices[kernel_class] = winner
     _measurements[kernel_class.key()] = entry
@@ -282,16 +329,26 @@ def _calibrate(kernel_class: KernelClass) -> str:
 
 
 def _time_candidates(runs: dict[str, Callable[[], object]]) -> dict[str, list[float]]:
-    """Seconds per call of each candidate, in interleaved rounds after one warm-up each."""
+    """Seconds per call of each candidate, in interleaved rounds after one warm-up each.
+
+    From the second round on, a candidate whose best time is over `_PRUNE_RATIO` x the
+    best candidate's leaves the race (it cannot win; on 2 cores the candidates differ by up
+    to 10x, and timing the slow ones again was most of `tune()`'s time).
+    """
     for run in runs.values():
         run()                       # warm-up: JIT, page faults, buffer pool
     times: dict[str, list[float]] = {name: [] for name in runs}
+    racing = dict(runs)
     deadline = time.perf_counter() + _CLASS_BUDGET_S
     for round_index in range(_ROUNDS):
-        for name, run in runs.items():
+        for name, run in racing.items():
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
+        if round_index >= 1:
+            best = min(min(times[name]) for name in racing)
+            racing = {name: run for name, run in racing.items()
+                      if min(times[name]) <= _PRUNE_RATIO * best}
         if round_index >= 2 and time.perf_counter() > deadline:
             break
     return times
@@ -312,15 +369,19 @@ def measured_classes() -> dict[str, dict]:
 
 
 def common_classes() -> list[KernelClass]:
-    """The classes `tune()` measures: every copy primitive and gradient, float32, both
-    index dtypes, every width class (float64 and rarer ones are measured on first use)."""
+    """The classes `tune()` measures: float32 with int32 indices (what graphs under 2^31
+    edges run), every width class; in cache, every copy primitive and gradient and the
+    u_add_v / u_dot_v g-SDDMMs (attention scores); streaming, copy sum/mean/max from 16
+    floats up. The rest (float64, int64, binary g-SpMMs, ...) are measured on first use."""
     classes = []
-    for index in ("int32", "int64"):
-        for width in range(len(_WIDTH_CLASS_BYTES)):
-            for reduce in ("sum", "mean", "max"):
-                classes.append(KernelClass("copy_lhs", reduce, "float32", index, width))
-            classes.append(KernelClass("mean_grad", "-", "float32", index, width))
-            classes.append(KernelClass("extreme_grad", "-", "float32", index, width))
+    for width in range(len(_WIDTH_CLASS_BYTES)):
+        for reduce in ("sum", "mean", "max"):
+            classes.append(KernelClass("copy_lhs", reduce, "float32", "int32", width))
+        for primitive in ("mean_grad", "extreme_grad", "sddmm_add", "sddmm_dot"):
+            classes.append(KernelClass(primitive, "-", "float32", "int32", width))
+    for width in range(1, len(_WIDTH_CLASS_BYTES)):
+        for reduce in ("sum", "mean", "max"):
+            classes.append(KernelClass("copy_lhs", reduce, "float32", "int32", width, _STREAMS))
     return classes
 
 

@@ -24,10 +24,10 @@ _INDEX = {"int32": torch.int32, "int64": torch.int64}
 
 
 @functools.lru_cache(maxsize=2)
-def _graph(index: str) -> dict[str, Tensor]:
-    """CSR, CSC and edge ids of the representative graph in index dtype `index`."""
+def _graph(index: str, nodes: int = _autotune._REPRESENTATIVE_NODES,
+           edges: int = _autotune._REPRESENTATIVE_EDGES) -> dict[str, Tensor]:
+    """CSR, CSC and edge ids of a representative graph in index dtype `index`."""
     generator = torch.Generator().manual_seed(0)
-    nodes, edges = _autotune._REPRESENTATIVE_NODES, _autotune._REPRESENTATIVE_EDGES
     skew = torch.arange(1, nodes + 1, dtype=torch.float64).pow(-0.8)   # Zipf-like weights
     dst = torch.multinomial(skew, edges, replacement=True, generator=generator)
     src = torch.multinomial(skew, edges, replacement=True, generator=generator)
@@ -47,7 +47,7 @@ def _features(rows: int, kernel_class: _autotune.KernelClass) -> Tensor:
     return _seeded_features(rows, kernel_class.dtype, kernel_class.width_class)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _seeded_features(rows: int, dtype_name: str, width_class: int) -> Tensor:
     """Seeded features, made once per shape: drawing them took half of `tune()`'s time."""
     dtype = _DTYPES[dtype_name]
@@ -61,8 +61,9 @@ def runner(name: str, kernel_class: _autotune.KernelClass) -> Callable[[], objec
     """A no-argument function running candidate `name` on `kernel_class`'s input once."""
     from gnnforge.ops._candidates import extreme_grad_kernel, mean_grad_kernel, spmm_kernel
 
-    rowptr, col, eids = _graph(kernel_class.index)["csr"]
-    colptr, row, _ = _graph(kernel_class.index)["csc"]
+    graph = _graph(kernel_class.index, *_autotune.representative_size(kernel_class))
+    rowptr, col, eids = graph["csr"]
+    colptr, row, _ = graph["csc"]
     nodes, edges = rowptr.shape[0] - 1, col.shape[0]
     primitive, reduce = kernel_class.primitive, kernel_class.reduce
     if primitive == "mean_grad":
@@ -76,8 +77,27 @@ def runner(name: str, kernel_class: _autotune.KernelClass) -> Callable[[], objec
         arg = arg.to(rowptr.dtype)
         kernel = extreme_grad_kernel(name)
         return lambda: kernel(colptr, row, arg, grad, nodes)
+    if primitive.startswith("sddmm_"):
+        return _sddmm_runner(name, kernel_class, col, _destinations(rowptr))
     kernel = spmm_kernel(name)
     lhs = None if primitive == "copy_rhs" else _features(nodes, kernel_class)
     rhs = None if primitive == "copy_lhs" else _features(edges, kernel_class)
     record = reduce in ("max", "min")
     return lambda: kernel(rowptr, col, eids, lhs, rhs, primitive, reduce, record)
+
+
+def _destinations(rowptr: Tensor) -> Tensor:
+    """The destination of each edge of a CSR, in its order."""
+    return torch.repeat_interleave(torch.arange(rowptr.shape[0] - 1, dtype=rowptr.dtype),
+                                   (rowptr[1:] - rowptr[:-1]).long())
+
+
+def _sddmm_runner(name: str, kernel_class: _autotune.KernelClass, sources: Tensor,
+                  destinations: Tensor) -> Callable[[], object]:
+    """u_OP_v over the representative graph's edges (source rows, destination rows)."""
+    from gnnforge.ops._candidates import sddmm_kernel
+
+    features = _features(_autotune.representative_size(kernel_class)[0], kernel_class)
+    kernel = sddmm_kernel(name)
+    op = kernel_class.primitive.removeprefix("sddmm_")
+    return lambda: kernel(sources, destinations, features, features, op)

@@ -24,10 +24,11 @@ from gnnforge.ops._mkl import gspmm_mkl
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native import extreme_grad_native, gsddmm_native, gspmm_native, mean_grad_native
 
-__all__ = ["extreme_grad_kernel", "gspmm_auto", "is_cpu_backend", "mean_grad_kernel",
+__all__ = ["extreme_grad_kernel", "gsddmm_auto", "gspmm_auto", "is_cpu_backend", "mean_grad_kernel",
            "sddmm_kernel", "spmm_kernel"]
 
 _COPY_OPS = ("copy_lhs", "copy_rhs")
+_NATIVE_SDDMM_OPS = ("add", "mul", "dot")
 _DTYPE_NAMES = {torch.float64: "float64"}  # everything else computes in float32
 
 
@@ -54,9 +55,11 @@ def spmm_kernel(name: str) -> Callable:
 
 @functools.lru_cache(maxsize=None)
 def sddmm_kernel(name: str) -> Callable:
-    """The g-SDDMM kernel of backend `name`: numba's for numba and mkl, else the native
-    library's (auto: its default variant where it built; SDDMM classes are not timed)."""
-    if name in ("numba", "mkl") or (name == "auto" and not native_available()):
+    """The g-SDDMM kernel of backend `name`: numba's for numba and mkl, the measured
+    fastest for auto, else the native library's."""
+    if name == "auto":
+        return gsddmm_auto
+    if name in ("numba", "mkl"):
         return gsddmm_cpu
     return functools.partial(gsddmm_native, variant=_variant(name))
 
@@ -81,10 +84,21 @@ def extreme_grad_kernel(name: str) -> Callable:
     return functools.partial(extreme_grad_native, variant=_variant(name))
 
 
-def _class(primitive: str, reduce: str, data: Tensor, index: Tensor, width: int):
-    return _autotune.KernelClass(primitive, reduce, _DTYPE_NAMES.get(data.dtype, "float32"),
-                                 "int64" if index.dtype == torch.int64 else "int32",
-                                 _autotune.width_class(width, data.dtype))
+def _class(primitive: str, reduce: str, data: Tensor, index: Tensor, width: int,
+           gathered_rows: int) -> _autotune.KernelClass:
+    """The kernel class of a call gathering `gathered_rows` rows of `width` from `data`."""
+    return _classify(primitive, reduce, data.dtype, index.dtype, width,
+                     gathered_rows * width * data.dtype.itemsize)
+
+
+@functools.lru_cache(maxsize=4096)
+def _classify(primitive: str, reduce: str, dtype: torch.dtype, index: torch.dtype, width: int,
+              gathered_bytes: int) -> _autotune.KernelClass:
+    # Cached: a call's selection costs one lookup here and one in `_autotune.choice`.
+    size = _autotune.size_class(gathered_bytes, 1, torch.uint8)
+    return _autotune.KernelClass(primitive, reduce, _DTYPE_NAMES.get(dtype, "float32"),
+                                 "int64" if index == torch.int64 else "int32",
+                                 _autotune.width_class(width, dtype), size)
 
 
 def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
@@ -94,11 +108,12 @@ def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     if op in _COPY_OPS:
         data = lhs if op == "copy_lhs" else rhs
         width = math.prod(data.shape[1:])
-        kernel_class = _class(op, reduce, data, rowptr, width)
+        kernel_class = _class(op, reduce, data, rowptr, width, data.shape[0])
     else:
         data = lhs if rhs is None or lhs.dtype == torch.float64 else rhs
         width = max(math.prod(lhs.shape[1:]), math.prod(rhs.shape[1:]))
-        kernel_class = _class(op, reduce, data, rowptr, width)
+        kernel_class = _class(op, reduce, data, rowptr, width,
+                              max(lhs.shape[0], rhs.shape[0]))
     out, arg_lhs, arg_rhs = spmm_kernel(_autotune.choice(kernel_class))(
         rowptr, col, eids, lhs, rhs, op, reduce, record_args)
     # Winners in the index dtype (numba's are int64); the unread side stays empty int64.
@@ -107,13 +122,28 @@ def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     return out, arg_lhs, arg_rhs
 
 
+def gsddmm_auto(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
+                op: str) -> Tensor:
+    """g-SDDMM by the candidate measured fastest for this call's kernel class (the ops the
+    native library lacks, sub and div, are numba's wherever they run)."""
+    if op not in _NATIVE_SDDMM_OPS or not native_available():
+        return gsddmm_cpu(lhs_row, rhs_row, lhs, rhs, op)
+    data = lhs if lhs.dtype == torch.float64 else rhs
+    width = max(math.prod(lhs.shape[1:]), math.prod(rhs.shape[1:]))
+    kernel_class = _class(f"sddmm_{op}", "-", data, lhs_row, width,
+                          max(lhs.shape[0], rhs.shape[0]))
+    return sddmm_kernel(_autotune.choice(kernel_class))(lhs_row, rhs_row, lhs, rhs, op)
+
+
 def _mean_grad_auto(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
                     num_src: int) -> Tensor:
-    kernel_class = _class("mean_grad", "-", grad, colptr, math.prod(grad.shape[1:]))
+    kernel_class = _class("mean_grad", "-", grad, colptr, math.prod(grad.shape[1:]),
+                          grad.shape[0])
     return mean_grad_kernel(_autotune.choice(kernel_class))(colptr, row, rowptr, grad, num_src)
 
 
 def _extreme_grad_auto(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
                        num_src: int) -> Tensor:
-    kernel_class = _class("extreme_grad", "-", grad, colptr, math.prod(grad.shape[1:]))
+    kernel_class = _class("extreme_grad", "-", grad, colptr, math.prod(grad.shape[1:]),
+                          grad.shape[0])
     return extreme_grad_kernel(_autotune.choice(kernel_class))(colptr, row, arg, grad, num_src)

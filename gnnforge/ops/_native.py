@@ -28,15 +28,18 @@ _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 # Below this many multiply-adds a call runs on the calling thread: waking the OpenMP
 # workers costs more than it saves (measured in docs/kernels.md).
 _PARALLEL_WORK = 2**18
+# The float32 max/min kernels keep each lane's winning row in a 32-bit lane beside the
+# value; rows past this (a source or edge count of 2^31 and more) go to numba's kernels.
+_FLOAT32_WINNER_LIMIT = 2**31 - 1
 # The max/min gradient's column scatter runs on one thread for rows this wide (measured).
 _SERIAL_SCATTER_BYTES = 1024
 
 
-# Kernel primitives (as `_autotune` names them) the library computes itself (add and mul:
-# `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
+# Kernel primitives (as `_autotune` names them) the library computes itself (add and mul,
+# and the g-SDDMMs: `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
 # so native variants are no candidates for them.
 _NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad", "add",
-                                "mul"})
+                                "mul", "sddmm_add", "sddmm_mul", "sddmm_dot"})
 
 
 def supports(primitive: str, reduce: str) -> bool:
@@ -95,6 +98,11 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                                    variant)
     # The common case (2-D contiguous float32/64) goes straight through: this path is
     # most of the cost of a small call (docs/kernels.md).
+    if (reduce in ("max", "min") and data.dtype != torch.float64
+            and data.shape[0] > _FLOAT32_WINNER_LIMIT):
+        from gnnforge.ops._cpu import gspmm_cpu
+
+        return gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
     plain = data.dim() == 2 and data.dtype in _DTYPE_CODES and data.is_contiguous()
     x = data if plain else _rows(data)
     rows, width = rowptr.shape[0] - 1, x.shape[1]

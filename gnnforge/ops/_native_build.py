@@ -107,9 +107,20 @@ def available_variants() -> tuple[Variant, ...]:
     return _OTHER_VARIANTS
 
 
+# x86 variants from narrowest to widest; GNNFORGE_ISA names a ceiling among them.
+ISA_ORDER = ("sse2", "avx2", "avx512")
+
+
 def default_variant() -> str:
-    """The variant used before any measurement: the host's widest instruction set."""
-    return available_variants()[-1].name
+    """The variant used where nothing was measured: the host's widest instruction set, at
+    most GNNFORGE_ISA's ceiling (which stands in for a machine without the wider ones)."""
+    names = [variant.name for variant in available_variants()]
+    ceiling = os.environ.get("GNNFORGE_ISA", "").strip().lower()
+    if ceiling in ISA_ORDER:
+        allowed = [name for name in names
+                   if name not in ISA_ORDER or ISA_ORDER.index(name) <= ISA_ORDER.index(ceiling)]
+        names = allowed or names[:1]
+    return names[-1]
 
 
 def _variant(name: str) -> Variant:

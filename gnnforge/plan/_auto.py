@@ -29,7 +29,7 @@ from gnnforge.plan._candidates import default_composition, is_valid_plan
 from gnnforge.plan._decide import in_doubt
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._features import graph_features
-from gnnforge.plan._fingerprint import fingerprint, mismatches
+from gnnforge.plan._fingerprint import current_fingerprint, mismatches
 from gnnforge.plan._ir import Node
 from gnnforge.plan._optimize import LayerDecision, _default_model, _rule, decide_layers
 from gnnforge.plan._primitives import Composition
@@ -162,7 +162,8 @@ def _why_measure(cost_model: Any, device: torch.device) -> str:
         return "measuring forced" if _SETTINGS.measure == "always" else ""
     if device.type != "cpu":
         return f"the cost models are for the CPU, this runs on {device.type}"
-    wrong = mismatches(getattr(cost_model, "info", {}).get("fingerprint"), fingerprint())
+    wrong = mismatches(getattr(cost_model, "info", {}).get("fingerprint"),
+                       current_fingerprint())
     return ("fingerprint mismatch: " + "; ".join(wrong[:3])) if wrong else ""
 
 

@@ -23,8 +23,8 @@ from functools import cache
 
 import torch
 
-__all__ = ["IGNORED_KEYS", "fingerprint", "kernel_choices", "machine_fingerprint",
-           "mismatches"]
+__all__ = ["IGNORED_KEYS", "current_fingerprint", "fingerprint", "kernel_choices",
+           "machine_fingerprint", "mismatches"]
 
 # Keys that describe a run without changing what primitives cost.
 IGNORED_KEYS = frozenset({"gnnforge", "python"})
@@ -98,6 +98,21 @@ def fingerprint() -> dict[str, str]:
     out["backend"] = _backend()
     out["threads"] = str(torch.get_num_threads())
     return out
+
+
+_CURRENT: dict[tuple, dict[str, str]] = {}
+
+
+def current_fingerprint() -> dict[str, str]:
+    """`fingerprint()`, read once per process for each (threads, instruction-set
+    restriction, backend): reading it hashes the native sources and the kernel record
+    (about 1 ms, most of a planning step), and within a process only those three change
+    what it says. Kernel classes first measured later in the process are not compared
+    (`mismatches` compares the keys both sides have)."""
+    key = (torch.get_num_threads(), os.environ.get("GNNFORGE_ISA", ""), _backend())
+    if key not in _CURRENT:
+        _CURRENT[key] = fingerprint()
+    return _CURRENT[key]
 
 
 def mismatches(recorded: Mapping[str, str] | None, current: Mapping[str, str]

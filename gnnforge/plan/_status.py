@@ -51,6 +51,6 @@ def model_status(cost_model: Any = None) -> str:
     return ("mismatch: planner cost models were fitted on another configuration ("
             + "; ".join(wrong) + "). Planned layers measure their candidates on first use "
             "instead of trusting predictions (bounded at 2% of a 100-iteration run). "
-            "A refit would help: `gnnforge plan profile --quick` (a quarter of the full "
-            "profile's timings) fits models for this configuration; run it with the "
-            "threads you train with (--threads).")
+            "A refit would help: `gnnforge plan profile --quick` (about a minute on 2 cores) "
+            "fits models for this configuration; run it with the threads you train with "
+            "(--threads).")

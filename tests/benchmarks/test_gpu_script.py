@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 def test_without_gpu_it_says_why_and_exits_zero():
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py")],
-                            capture_output=True, text=True, timeout=300,
+                            capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
@@ -27,7 +29,7 @@ def test_without_gpu_it_says_why_and_exits_zero():
 def test_unknown_section_is_named():
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"),
                              "--sections", "spmm,warp"], capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            timeout=SUBPROCESS_TIMEOUT_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2
     assert "'warp'" in result.stdout
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parents[2]
 # What the fake venv has installed besides torch: gnnforge's other requirements.
 OTHERS = {"numpy": "2.0.0", "scipy": "1.13.0", "numba": "0.60.0", "tqdm": "4.66.0"}
@@ -80,7 +82,7 @@ def _dry_run(tmp_path: Path, wheel: Path, torch_version: str) -> subprocess.Comp
         [sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install",
          "--dry-run", "--no-index", "--find-links", str(wheel.parent), "--report",
          str(tmp_path / "report.json"), str(wheel)],
-        capture_output=True, text=True, env=_clean_env(), timeout=300)
+        capture_output=True, text=True, env=_clean_env(), timeout=SUBPROCESS_TIMEOUT_S)
 
 
 @pytest.mark.slow

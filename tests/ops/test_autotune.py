@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import torch
 import gnnforge
 from gnnforge.ops import _autotune
 from gnnforge.ops._autotune import KernelClass
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
 SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
@@ -125,7 +127,7 @@ def test_real_calibration_picks_a_candidate_that_computes_the_reference(fresh_ca
 def _run(script: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO), **env_extra)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=env, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
@@ -139,6 +141,7 @@ def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
     assert "GNNFORGE_BACKEND: backend must be one of" in result.stderr
 
 
+@pytest.mark.slow  # two processes, each starting torch and compiling numba's kernels
 def test_concurrent_processes_keep_one_valid_record(tmp_path):
     script = (
         "import sys\n"
@@ -153,17 +156,103 @@ def test_concurrent_processes_keep_one_valid_record(tmp_path):
     processes = [subprocess.Popen([sys.executable, "-c", script, str(width)], env=env,
                                   stderr=subprocess.PIPE, text=True) for width in (0, 1)]
     for process in processes:
-        assert process.wait(timeout=300) == 0, process.stderr.read()
+        assert process.wait(timeout=SUBPROCESS_TIMEOUT_S) == 0, process.stderr.read()
     records = list((tmp_path / "tuning").glob("kernels-*.json"))
     assert len(records) == 1
     classes = json.loads(records[0].read_text())["classes"]
     assert {key.split(".")[-1] for key in classes} == {"w32B", "w64B"}
 
 
-def test_doctor_lists_measured_classes(fresh_cache, monkeypatch):
-    _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
-    report = gnnforge.doctor()
-    assert "no kernel class measured yet" in report
-    _autotune.choice(SUM64)
-    report = gnnforge.doctor()
-    assert SUM64.key() in report and "-> numba" in report
+def _copy_native_libraries(target: Path) -> None:
+    """The native builds of the suite's cache, with their hash records, copied to `target`:
+    doctor() reports (so loads) every variant, which in an empty cache means a minute of
+    g++ that this test is not about (test_native_build.py tests building and its cache)."""
+    from gnnforge.ops._native_build import available_variants, build
+
+    (target / "native").mkdir(parents=True, exist_ok=True)
+    for variant in available_variants():
+        try:
+            source = build(variant.name)
+        except Exception:  # no compiler: doctor() says so, as it will in the copy
+            continue
+        for path in (source, source.with_suffix(".json")):
+            shutil.copyfile(path, target / "native" / path.name)
+
+
+def test_doctor_lists_measured_classes(tmp_path, monkeypatch):
+    _copy_native_libraries(tmp_path)  # before the cache moves there
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
+    _autotune.forget()
+    try:
+        _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
+        report = gnnforge.doctor()
+        assert "no kernel class measured yet" in report
+        assert "native kernel library:" in report
+        _autotune.choice(SUM64)
+        report = gnnforge.doctor()
+        assert SUM64.key() in report and "-> numba" in report
+    finally:
+        _autotune.forget()
+
+
+def test_streaming_calls_are_their_own_class_keyed_and_read_back(fresh_cache, monkeypatch):
+    monkeypatch.setattr(_autotune, "last_level_cache_bytes", lambda: 1000)
+    assert _autotune.size_class(10, 16, torch.float32) == _autotune._FITS
+    assert _autotune.size_class(100, 16, torch.float32) == _autotune._STREAMS
+    streaming = SUM64._replace(size=_autotune._STREAMS)
+    assert streaming.key() == SUM64.key() + ".stream"
+    assert _autotune._parse_key(streaming.key()) == streaming
+    assert _autotune._parse_key(SUM64.key()) == SUM64
+    nodes, edges = _autotune.representative_size(streaming)
+    assert (nodes, edges) != _autotune.representative_size(SUM64) and edges == 2 * nodes
+    calls = _fake_runners(monkeypatch, {"numba": 0.0, "native:sse2": 0.003})
+    assert _autotune.choice(streaming) == "numba"
+    assert set(_autotune.kernel_choices()) == {streaming.key()}
+    assert calls  # measured, not guessed
+
+
+def test_clearly_slower_candidates_leave_the_race(fresh_cache, monkeypatch):
+    calls = _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.02})
+    assert _autotune.choice(SUM64) == "numba"
+    # warm-up and two rounds for the slow one; the fast one runs every round
+    assert calls.count("native:sse2") == 3 and calls.count("numba") >= 4
+    entry = _autotune.measured_classes()[SUM64.key()]
+    assert set(entry["min_ms"]) == {"numba", "native:sse2"}
+
+
+def test_the_isa_restriction_caps_the_default_native_variant(monkeypatch):
+    # Kernels that are not timed (edge softmax, GINE) run the default variant: under
+    # GNNFORGE_ISA it must not be wider than the ceiling.
+    from gnnforge.ops import _native_build
+
+    names = [variant.name for variant in _native_build.available_variants()]
+    monkeypatch.setenv("GNNFORGE_ISA", "sse2")
+    assert _native_build.default_variant() in ("sse2", names[0])
+    if "avx2" in names:
+        monkeypatch.setenv("GNNFORGE_ISA", "avx2")
+        assert _native_build.default_variant() == "avx2"
+    monkeypatch.delenv("GNNFORGE_ISA")
+    assert _native_build.default_variant() == names[-1]
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "dot", "sub"])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
+def test_sddmm_is_chosen_by_measurement_and_equals_the_reference(fresh_cache, op, index_dtype):
+    # (The class's index dtype is that of the edge-row arrays the op reads.)
+    import gnnforge.ops as ops
+    from gnnforge.graph import Graph
+
+    generator = torch.Generator().manual_seed(3)
+    graph = Graph(torch.randint(0, 30, (200,), generator=generator),
+                  torch.randint(0, 30, (200,), generator=generator), 30)
+    x = torch.randn(30, 4, 8, generator=generator)
+    y = torch.randn(30, 4, 8, generator=generator)
+    with ops.use_backend("reference"):
+        expected = ops.gsddmm(graph, op, x, y, "u", "v")
+    with ops.use_backend("auto", index_dtype=index_dtype):
+        actual = ops.gsddmm(graph, op, x, y, "u", "v")
+    torch.testing.assert_close(actual, expected)
+    # the public layer computes sub as add with the right operand negated
+    (key, entry), = _autotune.measured_classes().items()
+    assert key.startswith(f"sddmm_{'add' if op == 'sub' else op}.-.float32.")
+    assert entry["choice"] in _autotune.candidates(_autotune._parse_key(key))

@@ -11,7 +11,7 @@ import torch
 
 import gnnforge.ops as ops
 from gnnforge import BipartiteGraph
-from ._backends import CPU_FAST
+from ._backends import CPU_FAST, backends_for
 
 FAST = [*CPU_FAST, "torch"]
 # Both float types and both index types, paired to keep the run short (each pair is a
@@ -77,9 +77,14 @@ def _run_both(backend, index_dtype, function, inputs):
     return actual, expected
 
 
-@pytest.mark.parametrize("backend", FAST)
+def _grid(cases, name):
+    """(backend, case) pairs: every backend for the copy ops, `OP_FAST` for the others."""
+    return [pytest.param(backend, case, id=f"{name(case)}-{backend}")
+            for case in cases for backend in backends_for(case[0], FAST)]
+
+
 @pytest.mark.parametrize(("dtype", "index_dtype"), DTYPES, ids=str)
-@pytest.mark.parametrize("case", SPMM_CASES, ids=lambda case: case[0])
+@pytest.mark.parametrize(("backend", "case"), _grid(SPMM_CASES, lambda case: case[0]))
 def test_gspmm_matches_reference(graph, backend, index_dtype, dtype, case):
     op, reduces, lhs_shape, rhs_shape = case
     lhs = _data(graph.num_src_nodes, lhs_shape, dtype, 1)
@@ -90,9 +95,8 @@ def test_gspmm_matches_reference(graph, backend, index_dtype, dtype, case):
         _compare(actual, expected, dtype)
 
 
-@pytest.mark.parametrize("backend", FAST)
 @pytest.mark.parametrize(("dtype", "index_dtype"), DTYPES, ids=str)
-@pytest.mark.parametrize("case", SDDMM_CASES, ids=lambda case: "_".join(case[:3]))
+@pytest.mark.parametrize(("backend", "case"), _grid(SDDMM_CASES, lambda case: "_".join(case[:3])))
 def test_gsddmm_matches_reference(graph, backend, index_dtype, dtype, case):
     op, lhs_target, rhs_target, lhs_shape, rhs_shape = case
     lhs = _data(_rows(graph, lhs_target), lhs_shape, dtype, 3)

@@ -1,5 +1,10 @@
-"""Gradients: float64 gradcheck of every primitive w.r.t. every input on the fast backend,
-and fast gradients equal to the reference's (PyTorch autograd of gather/scatter)."""
+"""Gradients: float64 gradcheck of every primitive w.r.t. every input on the fast backends,
+and fast gradients equal to the reference's (PyTorch autograd of gather/scatter).
+
+Copy ops run on every CPU backend (every native variant); the other ops on `OP_FAST`
+(gradcheck on 'auto'), since test_native_binary.py checks their native kernels' gradients
+on every variant.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import pytest
 import torch
 
 import gnnforge.ops as ops
-from ._backends import CPU_FAST
+from ._backends import CPU_FAST, backends_for
 from .conftest import random_graph
 
 SPMM = [  # (op, reduce, lhs feature shape, rhs feature shape)
@@ -45,12 +50,17 @@ def _rows(graph, target):
     return {"u": graph.num_src_nodes, "v": graph.num_dst_nodes, "e": graph.num_edges}[target]
 
 
-def _check(function, inputs):
+def _check(function, inputs, op=None):
+    """Gradients equal to the reference's on the CPU backends and 'torch', and float64
+    gradcheck: on every CPU backend for the copy ops (and when `op` is None); for the other
+    ops on `OP_FAST` and gradcheck on 'auto' only, since test_native_binary.py gradchecks
+    their native kernels on every variant."""
     inputs = tuple(t for t in inputs if t is not None)
-    for backend in CPU_FAST:
+    cpu = CPU_FAST if op is None else backends_for(op, CPU_FAST)
+    for backend in (cpu if op is None or op.startswith("copy") else ["auto"]):
         with ops.use_backend(backend):
             assert torch.autograd.gradcheck(function, inputs)
-    for backend in (*CPU_FAST, "torch"):
+    for backend in (*cpu, "torch"):
         with ops.use_backend(backend):
             fast = torch.autograd.grad(function(*inputs).square().sum(), inputs)
         with ops.use_backend("reference"):
@@ -67,11 +77,11 @@ def test_gspmm_gradients(kind, case):
     lhs = _leaf(graph.num_src_nodes, lhs_shape, 1)
     rhs = _leaf(graph.num_edges, rhs_shape, 2, positive=op == "div")
     if lhs is None:
-        _check(lambda b: ops.gspmm(graph, op, reduce, None, b), (rhs,))
+        _check(lambda b: ops.gspmm(graph, op, reduce, None, b), (rhs,), op)
     elif rhs is None:
-        _check(lambda a: ops.gspmm(graph, op, reduce, a, None), (lhs,))
+        _check(lambda a: ops.gspmm(graph, op, reduce, a, None), (lhs,), op)
     else:
-        _check(lambda a, b: ops.gspmm(graph, op, reduce, a, b), (lhs, rhs))
+        _check(lambda a, b: ops.gspmm(graph, op, reduce, a, b), (lhs, rhs), op)
 
 
 @pytest.mark.parametrize("kind", ["square", "bipartite"])
@@ -82,16 +92,17 @@ def test_gsddmm_gradients(kind, case):
     lhs = _leaf(_rows(graph, lhs_target), lhs_shape, 3)
     rhs = _leaf(_rows(graph, rhs_target), rhs_shape, 4, positive=op == "div")
     if rhs is None:
-        _check(lambda a: ops.gsddmm(graph, op, a, None, lhs_target, rhs_target), (lhs,))
+        _check(lambda a: ops.gsddmm(graph, op, a, None, lhs_target, rhs_target), (lhs,), op)
     else:
-        _check(lambda a, b: ops.gsddmm(graph, op, a, b, lhs_target, rhs_target), (lhs, rhs))
+        _check(lambda a, b: ops.gsddmm(graph, op, a, b, lhs_target, rhs_target), (lhs, rhs),
+               op)
 
 
 @pytest.mark.parametrize("kind", ["square", "bipartite"])
 def test_edge_softmax_gradients(kind):
     graph = _small_graph(kind)
     logits = _leaf(graph.num_edges, (2,), 5)
-    _check(lambda s: ops.edge_softmax(graph, s), (logits,))
+    _check(lambda s: ops.edge_softmax(graph, s), (logits,), "edge_softmax")
 
 
 def test_second_derivative_through_weighted_sum():

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import gnnforge.ops as ops
 from gnnforge.graph import Graph
 from gnnforge.ops._native import available
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 pytestmark = pytest.mark.skipif(not available(), reason="native kernels unavailable here")
 
@@ -168,7 +169,7 @@ def test_without_a_compiler_numba_runs_and_says_why(tmp_path):
                PATH=str(_bin_with_failing_compilers(tmp_path)), NUMBA_NUM_THREADS="1",
                OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=env, timeout=300)
+                            env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1", "refused", "True"]
 
@@ -286,3 +287,25 @@ def test_gradients_past_the_streaming_threshold(reduce):
     actual, expected = _both(call, torch.int32)
     _assert_close(actual[0], expected[0], graph, x.detach().abs().max())
     _assert_close(actual[1], expected[1], graph, grad.abs().max())
+
+
+@pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs"])
+def test_float32_winners_past_32_bit_lanes_go_to_numba(monkeypatch, op):
+    # float32 max/min keep winners in 32-bit lanes; with 2^31 or more source rows the
+    # call must not truncate them. The limit is lowered so a small graph crosses it.
+    import gnnforge.ops._cpu as cpu
+    import gnnforge.ops._native as native
+
+    graph = _hub_graph(5)
+    rowptr, col, eids = graph.csr(torch.int64)
+    x = torch.randn(graph.num_nodes, 16)
+    e = torch.randn(graph.num_edges, 16)
+    expected = cpu.gspmm_cpu(rowptr, col, eids, x, e, op, "max", True)
+    calls = []
+    monkeypatch.setattr(native, "_FLOAT32_WINNER_LIMIT", 10)
+    monkeypatch.setattr(cpu, "gspmm_cpu", lambda *args: calls.append(args) or expected)
+    out, arg_lhs, arg_rhs = native.gspmm_native(rowptr, col, eids, x, e, op, "max", True)
+    assert len(calls) == 1 and out is expected[0]
+    monkeypatch.setattr(native, "_FLOAT32_WINNER_LIMIT", 2**31 - 1)
+    direct = native.gspmm_native(rowptr, col, eids, x, e, op, "max", True)
+    torch.testing.assert_close(direct[0], expected[0])

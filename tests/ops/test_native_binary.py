@@ -1,7 +1,8 @@
 """The native binary-reduce g-SpMM, g-SDDMM and edge softmax kernels equal the reference.
 
 Every instruction-set variant the host can run is forced in turn (backend 'native:VARIANT'),
-with float32 and float64, int32 and int64 indices, and
+with float32 and float64, int32 and int64 indices (every pair on the first and the widest
+build, one pair on the builds between, which compile the first's source), and
 every broadcasting case the layers use: vector [E, F], edge scalar [E] / [E, 1], per-head
 [E, H, 1] x [N, H, D] (D a whole number of SIMD vectors or not), scalar node data with
 vector edge data (the swapped layout), a two-sided broadcast, and one that falls back to
@@ -65,6 +66,18 @@ def variant(request):
     return f"native:{request.param}"
 
 
+def _variants_and_dtypes():
+    """(backend, dtype, index dtype) for the kernel grids below. The builds between the
+    first and the widest compile the same source as the first (32-byte vectors; only the
+    widest has 64-byte ones, under AVX-512) with other instructions: they run one dtype pair,
+    the first and the widest run every pair."""
+    return [pytest.param(f"native:{name}", dtype, index_dtype,
+                         id=f"{name}-{str(dtype)[6:]}-{str(index_dtype)[6:]}")
+            for position, name in enumerate(VARIANTS)
+            for dtype, index_dtype in (DTYPES if position in (0, len(VARIANTS) - 1)
+                                       else DTYPES[:1])]
+
+
 def _data(rows, shape, dtype, seed, positive=False):
     generator = torch.Generator().manual_seed(seed)
     data = torch.randn((rows, *shape), generator=generator, dtype=torch.float64)
@@ -96,7 +109,7 @@ def _check(call, inputs, dtype, index_dtype, backend):
         torch.testing.assert_close(got, want, **_tolerance(dtype))
 
 
-@pytest.mark.parametrize("dtype,index_dtype", DTYPES)
+@pytest.mark.parametrize("variant,dtype,index_dtype", _variants_and_dtypes())
 @pytest.mark.parametrize("lhs_shape,rhs_shape", SPMM_CASES)
 def test_binary_spmm_forward_and_gradients(variant, lhs_shape, rhs_shape, dtype, index_dtype):
     for kind in ("square", "bipartite"):
@@ -109,7 +122,7 @@ def test_binary_spmm_forward_and_gradients(variant, lhs_shape, rhs_shape, dtype,
                        dtype, index_dtype, variant)
 
 
-@pytest.mark.parametrize("dtype,index_dtype", DTYPES)
+@pytest.mark.parametrize("variant,dtype,index_dtype", _variants_and_dtypes())
 @pytest.mark.parametrize("op,lhs_target,rhs_target,lhs_shape,rhs_shape", SDDMM_CASES)
 def test_sddmm_forward_and_gradients(variant, op, lhs_target, rhs_target, lhs_shape,
                                      rhs_shape, dtype, index_dtype):
@@ -122,7 +135,7 @@ def test_sddmm_forward_and_gradients(variant, op, lhs_target, rhs_target, lhs_sh
                dtype, index_dtype, variant)
 
 
-@pytest.mark.parametrize("dtype,index_dtype", DTYPES)
+@pytest.mark.parametrize("variant,dtype,index_dtype", _variants_and_dtypes())
 @pytest.mark.parametrize("shape", [(), (4,), (4, 1), (3, 5), (19,)])
 def test_edge_softmax_forward_and_gradient(variant, shape, dtype, index_dtype):
     for kind in ("square", "bipartite"):

@@ -14,6 +14,7 @@ import torch
 
 from gnnforge.ops import _native_build
 from gnnforge.ops._native_build import available_variants, build, default_variant
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,7 +118,7 @@ def test_a_library_missing_a_symbol_is_rebuilt_with_a_warning(tmp_path):
     (tmp_path / "one.cpp").write_text('extern "C" int gf_abi_version() { return 4; }\n')
     env = dict(os.environ, GNNFORGE_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=env, timeout=300)
+                            env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True"]
 

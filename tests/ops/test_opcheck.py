@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ._backends import CPU_FAST, NATIVE
+from ._backends import CPU_FAST, NATIVE, backends_for
 from .conftest import random_graph
 from gnnforge.graph import Graph
 import gnnforge.nn  # noqa: F401  (registers the fused GINE ops)
@@ -56,15 +56,21 @@ def _spmm_check(graph, backend, op, reduce, index_dtype=None, record_args=True, 
                           (arrays, lhs, rhs, op, reduce, backend, record_args))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize(("op", "reduce"), SPMM_CASES)
+def _grid(cases):
+    """(backend, op, second) triples: every backend for the copy ops, `OP_FAST` (and
+    'torch') for the others, whose kernels test_native_binary.py runs on every variant."""
+    return [(backend, op, second) for op, second in cases
+            for backend in backends_for(op, BACKENDS)]
+
+
+@pytest.mark.parametrize(("backend", "op", "reduce"), _grid(SPMM_CASES))
 def test_gspmm_passes_opcheck(backend, op, reduce):
     _spmm_check(random_graph("square", seed=3, num_edges=40), backend, op, reduce)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize(("op", "reduce"), [("copy_lhs", "max"), ("copy_rhs", "min"),
-                                            ("mul", "max"), ("add", "mean")])
+@pytest.mark.parametrize(("backend", "op", "reduce"),
+                         _grid([("copy_lhs", "max"), ("copy_rhs", "min"), ("mul", "max"),
+                                ("add", "mean")]))
 def test_gspmm_passes_opcheck_on_blocks_int64_and_empty_graphs(backend, op, reduce):
     _spmm_check(random_graph("bipartite", seed=4, num_edges=30), backend, op, reduce,
                 index_dtype=torch.int64)
@@ -72,15 +78,14 @@ def test_gspmm_passes_opcheck_on_blocks_int64_and_empty_graphs(backend, op, redu
     _spmm_check(empty, backend, op, reduce)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("op", ["copy_lhs", "copy_rhs", "mul"])
-def test_gspmm_passes_opcheck_without_recorded_winners(backend, op):
+@pytest.mark.parametrize(("backend", "op", "_"),
+                         _grid([("copy_lhs", None), ("copy_rhs", None), ("mul", None)]))
+def test_gspmm_passes_opcheck_without_recorded_winners(backend, op, _):
     _spmm_check(random_graph("square", seed=5, num_edges=30), backend, op, "max",
                 record_args=False)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize(("op", "targets"), SDDMM_CASES)
+@pytest.mark.parametrize(("backend", "op", "targets"), _grid(SDDMM_CASES))
 def test_gsddmm_passes_opcheck(backend, op, targets):
     graph = random_graph("bipartite", seed=6, num_edges=30)
     arrays = _arrays(graph, None, csc=True, coo=True)

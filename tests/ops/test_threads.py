@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -27,7 +29,7 @@ def test_a_numba_op_keeps_torch_at_one_thread_under_omp_num_threads_1(edges):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     env.pop("NUMBA_NUM_THREADS", None)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=env, timeout=300)
+                            env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1", "1"]
 

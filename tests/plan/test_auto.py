@@ -179,6 +179,17 @@ def test_optimize_takes_one_block_per_layer():
     assert model(blocks, x).shape == (10, 3)
 
 
+def test_the_current_fingerprint_follows_the_backend_in_force():
+    from gnnforge import ops
+    from gnnforge.plan._fingerprint import current_fingerprint
+
+    here = current_fingerprint()
+    assert not mismatches(here, fingerprint())  # kernel classes measured since: not compared
+    with ops.use_backend("numba"):
+        assert current_fingerprint()["backend"] == "numba" != here["backend"]
+    assert current_fingerprint() == here
+
+
 def test_fingerprint_comparison_and_model_status():
     here = fingerprint()
     assert mismatches(here, here) == []

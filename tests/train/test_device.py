@@ -15,6 +15,7 @@ from gnnforge.train._config import ConfigError, load_config
 from gnnforge.train._graph_task import GraphTask
 from gnnforge.train._node_task import NodeTask
 from tests.nn.test_models import molecules
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 
 def test_resolve_device_names_the_option_and_value():
@@ -29,7 +30,7 @@ def test_cuda_without_cuda_is_one_line_without_traceback():
     with pytest.raises(ValueError, match="CUDA is not available"):
         resolve_device("cuda:0")
     result = subprocess.run([sys.executable, "-m", "gnnforge.cli", "train", "--device", "cuda",
-                             "--epochs", "1"], capture_output=True, text=True, timeout=300)
+                             "--epochs", "1"], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert errors == [result.stderr.strip().splitlines()[-1]], result.stderr  # one line, last
@@ -88,7 +89,7 @@ def test_graph_batch_to_keeps_the_batch():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
 def test_varmisuse_main_device_error_is_one_line():
     result = subprocess.run([sys.executable, "-m", "gnnforge.train.varmisuse_main", "--device",
-                             "cuda"], capture_output=True, text=True, timeout=300)
+                             "cuda"], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "python -m gnnforge.train.varmisuse_main: error: --device cuda: CUDA is not available "

@@ -22,6 +22,8 @@ from gnnforge.train._varmisuse_data import (
     VARMISUSE_EDGE_TYPES,
     prune_unreachable,
 )
+from tests._cache import seeded_cache
+from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = """
@@ -34,7 +36,7 @@ def f(a, b):
 
 @pytest.fixture
 def corpus(tmp_path, monkeypatch):
-    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GNNFORGE_CACHE", str(seeded_cache(tmp_path / "cache")))
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "m.py").write_text(textwrap.dedent(SOURCE))
     return program_graphs(tmp_path / "src", min_count=1, progress=False)
@@ -115,7 +117,8 @@ def test_tiny_run_reports_every_model():
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_ddp_two_processes_stay_in_sync(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO), GNNFORGE_CACHE=str(tmp_path / "cache"),
+    env = dict(os.environ, PYTHONPATH=str(REPO),
+               GNNFORGE_CACHE=str(seeded_cache(tmp_path / "cache")),
                OMP_NUM_THREADS="1")
     sync = tmp_path / "params"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
@@ -123,7 +126,8 @@ def test_ddp_two_processes_stay_in_sync(tmp_path):
                "--backends", "banded", "--baseline", "false", "--hidden", "16", "--num-steps",
                "2", "--block-size", "32", "--num-slots", "128", "--progress", "false",
                "--sync-file", str(sync)]
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "world size 2" in done.stdout
     rank0 = torch.load(f"{sync}.rank0")
