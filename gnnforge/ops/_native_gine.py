@@ -65,6 +65,10 @@ def gine_backward_native(csr: tuple[Tensor, Tensor, Tensor], csc: tuple[Tensor, 
     num_src, width = x.shape
     grad_x = pooled_empty((num_src, width), x.dtype)
     grad_table = pooled_empty(tuple(table.shape), x.dtype)
+    if col.shape[0] == 0:
+        # No edge writes the table gradient (and an empty `code` reads as null in C++,
+        # the per-edge-row path): it is zero, not the pooled buffer's old contents.
+        grad_table.zero_()
     if width and (num_src or table.shape[0]):
         load(variant).gf_gine_backward(
             _DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64, rowptr.data_ptr(),

@@ -126,3 +126,22 @@ def test_real_prefix_requires_edges_inside_the_prefix() -> None:
     mask = batch.node_mask.clone()
     mask[0] = False                         # not a prefix
     assert _real_prefix(batch, mask) is None
+
+
+@pytest.mark.parametrize("backend", ["auto", "numba", "native"])
+def test_a_graph_without_edges_has_a_zero_table_gradient(backend) -> None:
+    # The native backward once left the table gradient as the pooled buffer's old bytes
+    # when no edge wrote it (the hypothesis test above caught it now and then).
+    import gnnforge.ops as ops
+    from gnnforge.ops._native import available
+
+    if backend == "native" and not available():
+        pytest.skip("native kernels unavailable here")
+    graph = Graph(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), 5)
+    for _ in range(3):   # pooled buffers are reused: check more than the first call
+        x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+        table = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+        with ops.use_backend(backend):
+            out = gine_message_sum(graph, x, table, torch.zeros(0, dtype=torch.long), None)
+            grad_x, grad_table = torch.autograd.grad((out * 2).sum(), (x, table))
+        torch.testing.assert_close(grad_table, torch.zeros_like(table))
