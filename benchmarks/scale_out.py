@@ -347,8 +347,10 @@ def ranks(args) -> None:
         peak = max(line[3] for line in run["lines"])
         exchanged = [line[4] for line in run["lines"]]
         met = "yes" if peak <= 0.4 * single + constant else "**no**"
-        print(f"| {_label(run)} | {share:.3f} | {peak} | {met} | "
-              f"{(peak - constant) / (single - constant):.2f} | "
+        ratio = f"{(peak - constant) / (single - constant):.2f}"
+        if run["ranks"] == 1:  # the reference itself
+            met, ratio = "-", "-"
+        print(f"| {_label(run)} | {share:.3f} | {peak} | {met} | {ratio} | "
               f"{min(exchanged):.0f}-{max(exchanged):.0f} | {run['vertices']:,.0f} | "
               f"{run['feature_mib']:.2f} | {run['median_seconds']:.2f} |")
     worst = max(line[3] for run in runs[2:] for line in run["lines"])

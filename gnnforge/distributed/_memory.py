@@ -9,8 +9,8 @@ in one, compute in the other). Setting the threshold explicitly turns the raisin
 (mallopt(3)): arrays at least that large are unmapped when freed and the peak follows
 what is alive at once. The price is a page fault per 4 KiB each time such an array is
 written again, and an unmap per free. Measured with 4 ranks on R-MAT 2^17 (BENCHMARKS.md,
-"Scale-out"), that saves a rank 100-190 MiB of peak RSS but makes an epoch markedly
-slower, so it is opt-in: `GNNFORGE_MMAP_THRESHOLD=131072 gnnforge train --partitioned
+"Scale-out"), that saved a rank 100-190 MiB of peak RSS but made an epoch 1.6-2.3x as
+long, so it is opt-in: `GNNFORGE_MMAP_THRESHOLD=131072 gnnforge train --partitioned
 ...` sets it in every rank.
 """
 
