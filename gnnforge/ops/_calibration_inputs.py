@@ -80,6 +80,8 @@ def runner(name: str, kernel_class: _autotune.KernelClass) -> Callable[[], objec
     if primitive.startswith("sddmm_"):
         return _sddmm_runner(name, kernel_class, col, _destinations(rowptr))
     kernel = spmm_kernel(name)
+    if primitive.endswith("_heads"):
+        return _heads_runner(name, kernel_class, rowptr, col, eids)
     lhs = None if primitive == "copy_rhs" else _features(nodes, kernel_class)
     rhs = None if primitive == "copy_lhs" else _features(edges, kernel_class)
     record = reduce in ("max", "min")
@@ -101,3 +103,26 @@ def _sddmm_runner(name: str, kernel_class: _autotune.KernelClass, sources: Tenso
     kernel = sddmm_kernel(name)
     op = kernel_class.primitive.removeprefix("sddmm_")
     return lambda: kernel(sources, destinations, features, features, op)
+
+
+_HEADS = 8
+
+
+def _heads_runner(name: str, kernel_class: _autotune.KernelClass, rowptr: Tensor, col: Tensor,
+                  eids: Tensor) -> Callable[[], object]:
+    """GAT's aggregation: [N, 8, D] node rows times per-head edge weights [E, 8, 1]."""
+    from gnnforge.ops._candidates import spmm_kernel
+
+    nodes, edges = rowptr.shape[0] - 1, col.shape[0]
+    features = _features(nodes, kernel_class)
+    depth = max(2, features.shape[1] // _HEADS)
+    lhs = features[:, : _HEADS * depth].reshape(nodes, _HEADS, depth) \
+        if features.shape[1] >= _HEADS * depth else \
+        features.repeat(1, _HEADS * depth)[:, : _HEADS * depth].reshape(nodes, _HEADS, depth)
+    weights = torch.rand(edges, _HEADS, 1, generator=torch.Generator().manual_seed(2),
+                         dtype=lhs.dtype)
+    kernel = spmm_kernel(name)
+    op = kernel_class.primitive.removesuffix("_heads")
+    record = kernel_class.reduce in ("max", "min")
+    return lambda: kernel(rowptr, col, eids, lhs.contiguous(), weights, op,
+                          kernel_class.reduce, record)

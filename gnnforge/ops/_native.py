@@ -39,7 +39,8 @@ _SERIAL_SCATTER_BYTES = 1024
 # and the g-SDDMMs: `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
 # so native variants are no candidates for them.
 _NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad", "add",
-                                "mul", "sddmm_add", "sddmm_mul", "sddmm_dot"})
+                                "mul", "add_heads", "mul_heads", "sddmm_add", "sddmm_mul",
+                                "sddmm_dot"})
 
 
 def supports(primitive: str, reduce: str) -> bool:

@@ -256,3 +256,22 @@ def test_sddmm_is_chosen_by_measurement_and_equals_the_reference(fresh_cache, op
     (key, entry), = _autotune.measured_classes().items()
     assert key.startswith(f"sddmm_{'add' if op == 'sub' else op}.-.float32.")
     assert entry["choice"] in _autotune.candidates(_autotune._parse_key(key))
+
+
+def test_per_head_edge_weights_are_their_own_class(fresh_cache):
+    # GAT's [N, H, D] x [E, H, 1] ranks kernels differently from full-width edge features.
+    import gnnforge.ops as ops
+    from gnnforge.graph import Graph
+
+    generator = torch.Generator().manual_seed(4)
+    graph = Graph(torch.randint(0, 40, (300,), generator=generator),
+                  torch.randint(0, 40, (300,), generator=generator), 40)
+    x = torch.randn(40, 8, 8, generator=generator)
+    weights = torch.rand(300, 8, 1, generator=generator)
+    with ops.use_backend("reference"):
+        expected = ops.u_mul_e_sum(graph, x, weights)
+    with ops.use_backend("auto"):
+        actual = ops.u_mul_e_sum(graph, x, weights)
+    torch.testing.assert_close(actual, expected)
+    keys = list(_autotune.measured_classes())
+    assert any(key.startswith("mul_heads.sum.float32.") for key in keys), keys
