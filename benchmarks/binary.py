@@ -18,15 +18,17 @@ DGL columns are skipped, with the reason printed, where DGL cannot be imported.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
+from pathlib import Path
 
 import torch
 
 import gnnforge.ops as ops
 from gnnforge.data import load_dataset, rmat, shared_datasets_dir
 from gnnforge.graph import Graph
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spmm import _median_ms  # noqa: E402  (the same timing as spmm.py)
 
 WIDTH, HEADS = 64, 4
 
@@ -69,15 +71,6 @@ OPS = {
     "e_div_v [E,F]/[N,F]": (("e", "y"), ops.e_div_v, "e_div_v"),
 }
 
-
-def _median_ms(function, repeats: int) -> float:
-    function()  # warm-up: builds cached formats and compiles
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def _runner(call, graph, tensors, backward: bool):

@@ -136,7 +136,7 @@ def grid(workloads, widths, repeats, dgl):
         dgl_best = min((ms[m] for m in ("dgl", "dgl generic") if m in ms), default=float("nan"))
         chosen = _autotune.choice(KernelClass(
             "copy_lhs", "sum", "float32", "int32", _autotune.width_class(width, torch.float32),
-            _autotune.size_class(graphs[name].num_nodes, width, torch.float32)))
+            _autotune.size_class(graphs[name].num_nodes * width * 4)))
         names = list(ms)
         rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
                      f"{ms['default'] / ms[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])

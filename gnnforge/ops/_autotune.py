@@ -106,10 +106,9 @@ def last_level_cache_bytes() -> int:
     return max(sizes, default=32 * 2**20)
 
 
-def size_class(gathered_rows: int, width: int, dtype: torch.dtype) -> int:
-    """_STREAMS when `gathered_rows` rows of `width` `dtype` elements exceed the LLC."""
-    return _STREAMS if gathered_rows * width * dtype.itemsize > last_level_cache_bytes() \
-        else _FITS
+def size_class(gathered_bytes: int) -> int:
+    """_STREAMS when a call gathers rows totalling more than the LLC, else _FITS."""
+    return _STREAMS if gathered_bytes > last_level_cache_bytes() else _FITS
 
 
 def representative_size(kernel_class: KernelClass) -> tuple[int, int]:

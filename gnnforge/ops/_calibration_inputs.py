@@ -114,15 +114,13 @@ def _heads_runner(name: str, kernel_class: _autotune.KernelClass, rowptr: Tensor
     from gnnforge.ops._candidates import spmm_kernel
 
     nodes, edges = rowptr.shape[0] - 1, col.shape[0]
-    features = _features(nodes, kernel_class)
-    depth = max(2, features.shape[1] // _HEADS)
-    lhs = features[:, : _HEADS * depth].reshape(nodes, _HEADS, depth) \
-        if features.shape[1] >= _HEADS * depth else \
-        features.repeat(1, _HEADS * depth)[:, : _HEADS * depth].reshape(nodes, _HEADS, depth)
-    weights = torch.rand(edges, _HEADS, 1, generator=torch.Generator().manual_seed(2),
-                         dtype=lhs.dtype)
+    dtype = _DTYPES[kernel_class.dtype]
+    row_bytes = _autotune._REPRESENTATIVE_BYTES[kernel_class.width_class]
+    depth = max(2, row_bytes // (dtype.itemsize * _HEADS))
+    generator = torch.Generator().manual_seed(2)
+    lhs = torch.randn(nodes, _HEADS, depth, generator=generator, dtype=dtype)
+    weights = torch.rand(edges, _HEADS, 1, generator=generator, dtype=dtype)
     kernel = spmm_kernel(name)
     op = kernel_class.primitive.removesuffix("_heads")
     record = kernel_class.reduce in ("max", "min")
-    return lambda: kernel(rowptr, col, eids, lhs.contiguous(), weights, op,
-                          kernel_class.reduce, record)
+    return lambda: kernel(rowptr, col, eids, lhs, weights, op, kernel_class.reduce, record)

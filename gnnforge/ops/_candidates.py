@@ -95,10 +95,10 @@ def _class(primitive: str, reduce: str, data: Tensor, index: Tensor, width: int,
 def _classify(primitive: str, reduce: str, dtype: torch.dtype, index: torch.dtype, width: int,
               gathered_bytes: int) -> _autotune.KernelClass:
     # Cached: a call's selection costs one lookup here and one in `_autotune.choice`.
-    size = _autotune.size_class(gathered_bytes, 1, torch.uint8)
     return _autotune.KernelClass(primitive, reduce, _DTYPE_NAMES.get(dtype, "float32"),
                                  "int64" if index == torch.int64 else "int32",
-                                 _autotune.width_class(width, dtype), size)
+                                 _autotune.width_class(width, dtype),
+                                 _autotune.size_class(gathered_bytes))
 
 
 def _binary_primitive(op: str, lhs: Tensor, rhs: Tensor) -> str:

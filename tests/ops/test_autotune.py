@@ -197,8 +197,8 @@ def test_doctor_lists_measured_classes(tmp_path, monkeypatch):
 
 def test_streaming_calls_are_their_own_class_keyed_and_read_back(fresh_cache, monkeypatch):
     monkeypatch.setattr(_autotune, "last_level_cache_bytes", lambda: 1000)
-    assert _autotune.size_class(10, 16, torch.float32) == _autotune._FITS
-    assert _autotune.size_class(100, 16, torch.float32) == _autotune._STREAMS
+    assert _autotune.size_class(10 * 16 * 4) == _autotune._FITS
+    assert _autotune.size_class(100 * 16 * 4) == _autotune._STREAMS
     streaming = SUM64._replace(size=_autotune._STREAMS)
     assert streaming.key() == SUM64.key() + ".stream"
     assert _autotune._parse_key(streaming.key()) == streaming
@@ -235,16 +235,23 @@ def test_the_isa_restriction_caps_the_default_native_variant(monkeypatch):
     assert _native_build.default_variant() == names[-1]
 
 
+def _random_graph(seed: int, nodes: int, edges: int):
+    """A seeded random multigraph and the generator, to draw its features from."""
+    from gnnforge.graph import Graph
+
+    generator = torch.Generator().manual_seed(seed)
+    graph = Graph(torch.randint(0, nodes, (edges,), generator=generator),
+                  torch.randint(0, nodes, (edges,), generator=generator), nodes)
+    return graph, generator
+
+
 @pytest.mark.parametrize("op", ["add", "mul", "dot", "sub"])
 @pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
 def test_sddmm_is_chosen_by_measurement_and_equals_the_reference(fresh_cache, op, index_dtype):
     # (The class's index dtype is that of the edge-row arrays the op reads.)
     import gnnforge.ops as ops
-    from gnnforge.graph import Graph
 
-    generator = torch.Generator().manual_seed(3)
-    graph = Graph(torch.randint(0, 30, (200,), generator=generator),
-                  torch.randint(0, 30, (200,), generator=generator), 30)
+    graph, generator = _random_graph(3, 30, 200)
     x = torch.randn(30, 4, 8, generator=generator)
     y = torch.randn(30, 4, 8, generator=generator)
     with ops.use_backend("reference"):
@@ -261,11 +268,8 @@ def test_sddmm_is_chosen_by_measurement_and_equals_the_reference(fresh_cache, op
 def test_per_head_edge_weights_are_their_own_class(fresh_cache):
     # GAT's [N, H, D] x [E, H, 1] ranks kernels differently from full-width edge features.
     import gnnforge.ops as ops
-    from gnnforge.graph import Graph
 
-    generator = torch.Generator().manual_seed(4)
-    graph = Graph(torch.randint(0, 40, (300,), generator=generator),
-                  torch.randint(0, 40, (300,), generator=generator), 40)
+    graph, generator = _random_graph(4, 40, 300)
     x = torch.randn(40, 8, 8, generator=generator)
     weights = torch.rand(300, 8, 1, generator=generator)
     with ops.use_backend("reference"):
