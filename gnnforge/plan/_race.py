@@ -22,8 +22,9 @@ round the candidates clearly slower than the best leave (after one round only gr
 losers, 4x: a single run may have been preempted; later, those slower by more than 10%
 and their spread); after `samples` rounds every candidate whose gap to the best
 exceeds the two plans' spread leaves, and while one remains within it, another round
-decides (up to `max_samples`). Near-equal candidates cost almost nothing per extra
-round, which is where extra rounds are spent. The overhead is counted against the
+decides (up to `max_samples`; then the first plan, the models' decision, stays if it is
+still in, else the best). Near-equal candidates cost almost nothing per extra round,
+which is where extra rounds are spent. The overhead is counted against the
 winner's median, which includes the noise.
 """
 
@@ -162,8 +163,12 @@ class Race(Generic[P]):
                                           for i in self.alive):
             self.rounds += 1
             self._prune()
-            if len(self.alive) == 1 or self.rounds >= self.max_samples:
-                self.winner = self.plans[self._best()]
+            if len(self.alive) == 1:
+                self.winner = self.plans[self.alive[0]]
+            elif self.rounds >= self.max_samples:
+                # still within the spread of the best: the first plan (the decision)
+                # is left only for one measured beyond the noise
+                self.winner = self.plans[0 if 0 in self.alive else self._best()]
         return self.winner is not None
 
     def spread(self, index: int) -> float:
