@@ -145,12 +145,14 @@ class Race(Generic[P]):
         self._end_rounds()
 
     def _due(self) -> int:
-        """The next candidate of the current round. With three or more, each round starts
-        one candidate later, the first round with the second plan (no plan always runs
-        first, none runs twice in a row, and the first plan's third run is checked
-        against the budget with the others measured); two simply alternate (rotating
-        them would repeat one at every round's border)."""
-        shift = (self.rounds + 1) % len(self.alive) if len(self.alive) > 2 else 0
+        """The next candidate of the current round. Each round starts one candidate
+        later, the first with the second plan: the first plan's third run (after its
+        first run and probe) then comes after the others were measured, so the budget
+        can stop it (a default 3.8x slower than the best otherwise cost 8.5% of 100
+        iterations in three runs). No plan runs twice in a row, except the second
+        plan's first timed run after its untimed one when there are two (two simply
+        alternate, the second first)."""
+        shift = 1 if len(self.alive) == 2 else (self.rounds + 1) % len(self.alive)
         order = self.alive[shift:] + self.alive[:shift]
         return next(i for i in order if len(self.times[i]) <= self.rounds)
 
