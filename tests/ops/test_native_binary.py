@@ -224,6 +224,23 @@ def test_multi_threaded_calls_equal_the_reference(variant):
     _check(lambda s: ops.edge_softmax(graph, s), (w,), torch.float32, None, variant)
 
 
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES[:2])
+def test_edge_outputs_past_the_cache_take_the_streaming_store_path(variant, dtype,
+                                                                   index_dtype):
+    # [70_000, 64] edge outputs are >= 16 MiB (kStreamBytes): u_add_v's forward and the
+    # [E, F] edge gradient of u_mul_e are written with non-temporal stores (whole vectors
+    # per head); a width of 65 has a scalar tail and uses ordinary stores; zero-degree
+    # nodes and int32/int64 indices on the way.
+    generator = torch.Generator().manual_seed(7)
+    graph = Graph(torch.randint(0, 3_000, (70_000,), generator=generator),
+                  torch.randint(0, 2_900, (70_000,), generator=generator), 3_000)
+    for shape in ((64,), (4, 16), (65,)):
+        x = _data(3_000, shape, dtype, 1)
+        e = _data(70_000, shape, dtype, 2)
+        _check(lambda a, b: ops.u_add_v(graph, a, b), (x, x), dtype, index_dtype, variant)
+        _check(lambda a, b: ops.u_mul_e_sum(graph, a, b), (x, e), dtype, index_dtype, variant)
+
+
 @st.composite
 def _samples(draw):
     num_nodes = draw(st.integers(1, 9))
