@@ -251,8 +251,10 @@ def test_edge_outputs_past_the_cache_take_the_streaming_store_path(variant, dtyp
                                                                    index_dtype):
     # [70_000, 64] edge outputs are >= 16 MiB (kStreamBytes): u_add_v's forward and the
     # [E, F] edge gradient of u_mul_e are written with non-temporal stores (whole vectors
-    # per head); a width of 65 has a scalar tail and uses ordinary stores; zero-degree
-    # nodes and int32/int64 indices on the way.
+    # per head), and so are u_mul_e_sum's node outputs (forward and source gradient: the
+    # contiguous kernel streams its output once output + edge rows reach 16 MiB); a width
+    # of 65 has a scalar tail and uses ordinary stores; zero-degree destinations (2_900 and
+    # up) and int32/int64 indices on the way.
     generator = torch.Generator().manual_seed(7)
     graph = Graph(torch.randint(0, 3_000, (70_000,), generator=generator),
                   torch.randint(0, 2_900, (70_000,), generator=generator), 3_000)
