@@ -5,7 +5,7 @@ graph. Where two candidates come out close, the real graph decides: its degree
 distribution, locality and size differ from the representative one (restricted to AVX2,
 R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
 So the first call of such a class on a graph (its CSR arrays) runs every contender on the
-real input, back to back (one warm-up and `_TIMED_RUNS` timed calls each), keeps the
+real input, back to back (one warm-up and then `_TIMED_RUNS` timed calls each), keeps the
 fastest and returns its result; later calls on that graph run the winner directly.
 
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
@@ -32,7 +32,7 @@ import torch
 
 from gnnforge.ops import _autotune
 
-__all__ = ["contenders", "enabled", "forget", "run", "trial_results"]
+__all__ = ["class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
 
 _CONTENDER_RATIO = 2.0
 _MAX_CONTENDERS = 3
@@ -100,6 +100,12 @@ def run(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     return _trial(kernel_class, graph, work, names, call)
 
 
+def class_choice(kernel_class: _autotune.KernelClass) -> str:
+    """What a call of `kernel_class` on a graph without its own decision runs now: the
+    trials' verdict once the class has one, else the calibrated choice."""
+    return _settled.get(kernel_class) or _autotune.choice(kernel_class)
+
+
 def _names_for_new_graph(kernel_class: _autotune.KernelClass) -> list[str]:
     """The contenders to time on a new graph, or [the name to run] when none are left."""
     names = contenders(kernel_class)
@@ -120,9 +126,12 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     """Time each of `names` on the real input; record and return the winner's result."""
     seconds: dict[str, list[float]] = {name: [] for name in names}
     for name in names:
+        # Each contender's timed runs follow its own warm-up run, not another contender:
+        # timed straight after another kernel, the same kernel measured up to 1.9x slower
+        # (R-MAT 2^17, F=64, restricted to AVX2: the SSE2 build 41 ms after numba's call,
+        # 22 ms after its own), which made interleaved trials pick the slower one.
         call(name)                                # warm-up: JIT, caches, buffers
-    for _ in range(_TIMED_RUNS):
-        for name in names:                        # interleaved: drift hits all alike
+        for _ in range(_TIMED_RUNS):
             start = _clock()
             result = call(name)
             seconds[name].append(_clock() - start)

@@ -160,3 +160,11 @@ def test_a_graph_without_edges_runs_untimed(every_candidate_contends):
     empty = Graph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), 50)
     out = ops.copy_u_sum(empty, torch.randn(50, 64))
     assert torch.equal(out, torch.zeros(50, 64)) and _trials.trial_results() == []
+
+
+def test_the_class_choice_follows_the_verdict_once_there_is_one(calibrated):
+    calls, runner = calibrated
+    assert _trials.class_choice(SUM64) == "numba"
+    for graph in range(_trials._GRAPHS_PER_CLASS + 1):
+        _trials.run(SUM64, (20 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64) == "native:sse2"
