@@ -5,7 +5,7 @@ graph. Where two candidates come out close, the real graph decides: its degree
 distribution, locality and size differ from the representative one (restricted to AVX2,
 R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
 So the first call of such a class on a graph (its CSR arrays) runs every contender on the
-real input, back to back (one warm-up and then `_TIMED_RUNS` timed calls each), keeps the
+real input, back to back (`_WARMUP_RUNS` untimed, then `_TIMED_RUNS` timed calls each), keeps the
 fastest and returns its result; later calls on that graph run the winner directly.
 
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
@@ -36,7 +36,11 @@ __all__ = ["class_choice", "contenders", "enabled", "forget", "run", "trial_resu
 
 _CONTENDER_RATIO = 2.0
 _MAX_CONTENDERS = 3
-_TIMED_RUNS = 2
+# numba's first calls on a graph ran 2-7x its steady time (Pubmed F=64: 3.0, 2.6, 0.75,
+# 0.52, 0.44 ms; its outputs come from fresh allocations until glibc's thresholds adapt),
+# the SSE2 build's 1.2x after one call: two warm-ups, the fastest of three timed runs.
+_WARMUP_RUNS = 2
+_TIMED_RUNS = 3
 _GRAPHS_PER_CLASS = 3
 _MIN_WORK = 2**15
 
@@ -85,10 +89,9 @@ def run(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     """
     if not enabled():
         return call(_autotune.choice(kernel_class))
-    settled = _settled.get(kernel_class)
-    if settled is not None:
-        return call(settled)
-    decided = _by_graph.get((kernel_class, graph))
+    decided = _by_graph.get((kernel_class, graph))     # this graph's own trial first
+    if decided is None:
+        decided = _settled.get(kernel_class)
     if decided is not None:
         return call(decided)
     if work < _MIN_WORK:
@@ -111,14 +114,15 @@ def _names_for_new_graph(kernel_class: _autotune.KernelClass) -> list[str]:
     names = contenders(kernel_class)
     if len(names) == 1:
         _settled[kernel_class] = names[0]
-        return names
-    wins = _wins.setdefault(kernel_class, collections.Counter())
-    if sum(wins.values()) >= _GRAPHS_PER_CLASS:
-        # Most wins; ties go to the calibration's order (its choice first).
-        best = max(names, key=lambda name: (wins[name], -names.index(name)))
-        _settled[kernel_class] = best
-        return [best]
     return names
+
+
+def _settle_if_done(kernel_class: _autotune.KernelClass, names: list[str]) -> None:
+    """After `_GRAPHS_PER_CLASS` trials, the class's verdict: the candidate with most wins
+    (ties go to the calibration's order, its choice first)."""
+    wins = _wins[kernel_class]
+    if sum(wins.values()) >= _GRAPHS_PER_CLASS:
+        _settled[kernel_class] = max(names, key=lambda name: (wins[name], -names.index(name)))
 
 
 def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
@@ -126,11 +130,11 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     """Time each of `names` on the real input; record and return the winner's result."""
     seconds: dict[str, list[float]] = {name: [] for name in names}
     for name in names:
-        # Each contender's timed runs follow its own warm-up run, not another contender:
-        # timed straight after another kernel, the same kernel measured up to 1.9x slower
-        # (R-MAT 2^17, F=64, restricted to AVX2: the SSE2 build 41 ms after numba's call,
-        # 22 ms after its own), which made interleaved trials pick the slower one.
-        call(name)                                # warm-up: JIT, caches, buffers
+        # Each contender's timed runs follow its own calls, not another contender's:
+        # right after another kernel the same kernel measured up to 1.4x slower (Pubmed
+        # F=16: 0.22 vs 0.16 ms after itself).
+        for _ in range(_WARMUP_RUNS):             # JIT, caches, the allocator's state
+            call(name)
         for _ in range(_TIMED_RUNS):
             start = _clock()
             result = call(name)
@@ -139,6 +143,7 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     with _lock:
         _by_graph[(kernel_class, graph)] = winner
         _wins.setdefault(kernel_class, collections.Counter())[winner] += 1
+        _settle_if_done(kernel_class, names)
         _results.append({"class": kernel_class.key(), "work": work, "choice": winner,
                          "calibrated": names[0],
                          "ms": {name: round(1e3 * min(values), 4)

@@ -43,7 +43,7 @@ def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
     assert _trials.contenders(SUM64) == ["numba", "native:sse2"]
     assert _trials.run(SUM64, (1,), BIG, call) == "native:sse2"
     assert "mkl" not in calls                              # over 2x in calibration: not timed
-    assert calls.count("numba") == 1 + _trials._TIMED_RUNS
+    assert calls.count("numba") == _trials._WARMUP_RUNS + _trials._TIMED_RUNS
     calls.clear()
     assert _trials.run(SUM64, (1,), BIG, call) == "native:sse2"
     assert calls == ["native:sse2"]                        # decided: one call, no timing
@@ -168,3 +168,14 @@ def test_the_class_choice_follows_the_verdict_once_there_is_one(calibrated):
     for graph in range(_trials._GRAPHS_PER_CLASS + 1):
         _trials.run(SUM64, (20 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
     assert _trials.class_choice(SUM64) == "native:sse2"
+
+
+def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
+    calls, runner = calibrated
+    _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))   # numba here
+    for graph in range(1, _trials._GRAPHS_PER_CLASS):
+        _trials.run(SUM64, (30 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64) == "native:sse2"
+    calls.clear()
+    assert _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0})) == "numba"
+    assert calls == ["numba"]
