@@ -6,7 +6,9 @@ distribution, locality and size differ from the representative one (restricted t
 R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
 So the first call of such a class on a graph (its CSR arrays) runs every contender on the
 real input, back to back (`_WARMUP_RUNS` untimed, then `_TIMED_RUNS` timed calls each), keeps the
-fastest and returns its result; later calls on that graph run the winner directly.
+fastest of those whose result has the same bits as the calibrated choice's (so a trial
+changes speed, never results) and returns its result; later calls on that graph run the
+winner directly.
 
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
 (at most `_MAX_CONTENDERS`); calls gathering fewer than `_MIN_WORK` elements (a few
@@ -16,7 +18,7 @@ choice. A class times its contenders on at most `_GRAPHS_PER_CLASS` graphs; afte
 most of those trials. Decisions live in this process only: they are about the user's
 graphs, not the machine. `GNNFORGE_KERNEL_TRIALS=0`, or
 `torch.use_deterministic_algorithms(True)`, turns trials off (every call then runs the
-calibrated choice, so results do not depend on timings).
+calibrated choice: which kernel runs does not depend on timings either).
 """
 
 from __future__ import annotations
@@ -127,8 +129,17 @@ def _settle_if_done(kernel_class: _autotune.KernelClass, names: list[str]) -> No
 
 def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
            names: list[str], call: Callable[[str], Result]) -> Result:
-    """Time each of `names` on the real input; record and return the winner's result."""
+    """Time each of `names` on the real input; record and return the winner's result.
+
+    Only a contender whose result has the same bits as the calibrated choice's (`names[0]`)
+    may win, so a trial never changes what a call computes: a resumed run in another
+    process, whose trials may time differently, computes the same bits. (Same-bits
+    candidates are common: copy sum and max in every build; FMA or another order of
+    operations makes others differ in the last bits, e.g. copy mean native vs numba.)
+    """
     seconds: dict[str, list[float]] = {name: [] for name in names}
+    differs: list[str] = []
+    reference = result = None
     for name in names:
         # Each contender's timed runs follow its own calls, not another contender's:
         # right after another kernel the same kernel measured up to 1.4x slower (Pubmed
@@ -139,16 +150,40 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
             start = _clock()
             result = call(name)
             seconds[name].append(_clock() - start)
-    winner = min(names, key=lambda name: min(seconds[name]))
+        if name == names[0]:
+            reference = result
+        elif not _same_bits(result, reference):
+            differs.append(name)
+    eligible = [name for name in names if name not in differs]
+    winner = min(eligible, key=lambda name: min(seconds[name]))
     with _lock:
         _by_graph[(kernel_class, graph)] = winner
         _wins.setdefault(kernel_class, collections.Counter())[winner] += 1
         _settle_if_done(kernel_class, names)
         _results.append({"class": kernel_class.key(), "work": work, "choice": winner,
-                         "calibrated": names[0],
+                         "calibrated": names[0], "different_bits": differs,
                          "ms": {name: round(1e3 * min(values), 4)
                                 for name, values in seconds.items()}})
+    if winner == names[0]:
+        return reference
     return result if winner == names[-1] else call(winner)
+
+
+def _same_bits(one: object, other: object) -> bool:
+    """Whether two kernel results (a tensor or a tuple of them) are equal bit for bit;
+    integer tensors (max/min winners, int32 or int64 by candidate) compare as int64."""
+    ones = one if isinstance(one, tuple) else (one,)
+    others = other if isinstance(other, tuple) else (other,)
+    if len(ones) != len(others):
+        return False
+    for a, b in zip(ones, others):
+        if a.shape != b.shape:
+            return False
+        if not a.dtype.is_floating_point and not b.dtype.is_floating_point:
+            a, b = a.long(), b.long()
+        if a.dtype != b.dtype or not torch.equal(a, b):
+            return False
+    return True
 
 
 def trial_results() -> list[dict]:

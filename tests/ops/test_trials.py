@@ -26,11 +26,15 @@ def calibrated(monkeypatch):
     monkeypatch.setattr(_trials, "_clock", lambda: now[0])
     calls: list[str] = []
 
-    def runner(cost: dict[str, float]):
-        def call(name: str) -> str:
+    def runner(cost: dict[str, float], bits: dict[str, float] | None = None):
+        """Candidates costing `cost[name]` on the fake clock; their results are equal
+        unless `bits` gives one another value; `result.ran` names who computed it."""
+        def call(name: str) -> torch.Tensor:
             calls.append(name)
             now[0] += cost[name]
-            return name
+            result = torch.full((3,), (bits or {}).get(name, 0.0))
+            result.ran = name
+            return result
         return call
 
     yield calls, runner
@@ -41,11 +45,11 @@ def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
     calls, runner = calibrated
     call = runner({"numba": 3.0, "native:sse2": 1.0})     # the real graph prefers SSE2
     assert _trials.contenders(SUM64) == ["numba", "native:sse2"]
-    assert _trials.run(SUM64, (1,), BIG, call) == "native:sse2"
+    assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
     assert "mkl" not in calls                              # over 2x in calibration: not timed
     assert calls.count("numba") == _trials._WARMUP_RUNS + _trials._TIMED_RUNS
     calls.clear()
-    assert _trials.run(SUM64, (1,), BIG, call) == "native:sse2"
+    assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
     assert calls == ["native:sse2"]                        # decided: one call, no timing
     (result,) = _trials.trial_results()
     assert result["choice"] == "native:sse2" and result["calibrated"] == "numba"
@@ -55,14 +59,36 @@ def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
 def test_the_result_returned_is_the_winners(calibrated):
     calls, runner = calibrated
     # The winner is not the last one timed: its result comes from one more call.
-    assert _trials.run(SUM64, (2,), BIG, runner({"numba": 1.0, "native:sse2": 2.0})) == "numba"
-    assert calls[-1] == "numba"
+    result = _trials.run(SUM64, (2,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    assert result.ran == "numba"
+    assert len(calls) == 2 * (_trials._WARMUP_RUNS + _trials._TIMED_RUNS)  # kept, not rerun
+
+
+def test_a_faster_contender_with_other_bits_cannot_win(calibrated):
+    calls, runner = calibrated
+    # SSE2 is faster here, but its sums differ in the last bit from the calibrated numba's:
+    # switching would make the results depend on timings.
+    result = _trials.run(SUM64, (6,), BIG, runner({"numba": 3.0, "native:sse2": 1.0},
+                                                  bits={"native:sse2": 1e-7}))
+    assert result.ran == "numba" and torch.equal(result, torch.zeros(3))
+    (trial,) = _trials.trial_results()
+    assert trial["choice"] == "numba" and trial["different_bits"] == ["native:sse2"]
+
+
+def test_same_bits_compares_values_and_winner_indices_across_index_dtypes():
+    values = torch.tensor([[1.0, 2.0]])
+    assert _trials._same_bits((values, torch.tensor([[3, 4]], dtype=torch.int32)),
+                              (values.clone(), torch.tensor([[3, 4]])))
+    assert not _trials._same_bits((values, torch.tensor([[3, 4]])),
+                                  (values, torch.tensor([[3, 5]])))
+    assert not _trials._same_bits(values, values + 1e-7)
+    assert not _trials._same_bits(values, values.double())
 
 
 def test_small_calls_run_the_calibrated_choice_untimed(calibrated):
     calls, runner = calibrated
     assert _trials.run(SUM64, (3,), _trials._MIN_WORK - 1,
-                       runner({"numba": 3.0, "native:sse2": 1.0})) == "numba"
+                       runner({"numba": 3.0, "native:sse2": 1.0})).ran == "numba"
     assert calls == ["numba"] and _trials.trial_results() == []
 
 
@@ -70,7 +96,8 @@ def test_a_clear_calibration_is_not_timed_again(calibrated, monkeypatch):
     calls, runner = calibrated
     monkeypatch.setattr(_autotune, "measured_classes", lambda: {SUM64.key(): {
         "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 2.5}}})
-    assert _trials.run(SUM64, (4,), BIG, runner({"numba": 3.0, "native:sse2": 1.0})) == "numba"
+    result = _trials.run(SUM64, (4,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
+    assert result.ran == "numba"
     assert calls == ["numba"]
 
 
@@ -82,7 +109,7 @@ def test_after_a_few_graphs_new_graphs_run_the_most_frequent_winner(calibrated):
     assert len(_trials.trial_results()) == _trials._GRAPHS_PER_CLASS
     calls.clear()
     # A fourth graph (a new sampled minibatch) is not timed: SSE2 won 2 of 3.
-    assert _trials.run(SUM64, (99,), BIG, runner({"numba": 1.0, "native:sse2": 9.0})) \
+    assert _trials.run(SUM64, (99,), BIG, runner({"numba": 1.0, "native:sse2": 9.0})).ran \
         == "native:sse2"
     assert calls == ["native:sse2"]
 
@@ -94,7 +121,8 @@ def test_trials_can_be_turned_off(calibrated, monkeypatch, how):
         monkeypatch.setenv("GNNFORGE_KERNEL_TRIALS", "0")
     else:
         monkeypatch.setattr(torch, "are_deterministic_algorithms_enabled", lambda: True)
-    assert _trials.run(SUM64, (5,), BIG, runner({"numba": 3.0, "native:sse2": 1.0})) == "numba"
+    result = _trials.run(SUM64, (5,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
+    assert result.ran == "numba"
     assert calls == ["numba"]
 
 
@@ -177,5 +205,6 @@ def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
         _trials.run(SUM64, (30 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
     assert _trials.class_choice(SUM64) == "native:sse2"
     calls.clear()
-    assert _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0})) == "numba"
+    result = _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    assert result.ran == "numba"
     assert calls == ["numba"]
