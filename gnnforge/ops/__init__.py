@@ -6,7 +6,9 @@ and `edge_softmax` normalises attention logits. `use_backend` forces a backend;
 `empty_cache` releases the reused output buffers of the native kernels. On CPU the
 default backend, `auto`, runs per kernel class the candidate measured fastest on this
 machine (`tune` measures them up front; `kernel_choices`, `measured_classes` and
-`machine_fingerprint` say what was chosen and where). See docs/kernels.md.
+`machine_fingerprint` say what was chosen and where; where candidates were close,
+the first call on a graph times them on it, `kernel_trials` lists those decisions).
+See docs/kernels.md.
 """
 
 from gnnforge.ops._autotune import kernel_choices, machine_fingerprint, measured_classes, tune
@@ -47,6 +49,7 @@ from gnnforge.ops._shortcuts import (
     u_sub_e_sum,
     u_sub_v,
 )
+from gnnforge.ops._trials import trial_results as kernel_trials
 
 __all__ = [
     "BACKENDS",
@@ -71,6 +74,7 @@ __all__ = [
     "gsddmm",
     "gspmm",
     "kernel_choices",
+    "kernel_trials",
     "machine_fingerprint",
     "measured_classes",
     "u_add_e_max",

@@ -410,8 +410,12 @@ def tune(classes: list[KernelClass] | None = None, force: bool = False,
 
 
 def forget() -> None:
-    """Drop this process's view of the record (tests; after GNNFORGE_ISA changes)."""
+    """Drop this process's view of the record and the choices refined on real inputs
+    (tests; after GNNFORGE_ISA changes)."""
+    from gnnforge.ops import _trials
+
     with _lock:
         _choices.clear()
         _measurements.clear()
         _loaded.clear()
+    _trials.forget()

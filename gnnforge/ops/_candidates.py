@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from gnnforge.ops import _autotune
+from gnnforge.ops import _autotune, _trials
 from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad_cpu
 from gnnforge.ops._mkl import gspmm_mkl
 from gnnforge.ops._native import available as native_available
@@ -101,6 +101,11 @@ def _classify(primitive: str, reduce: str, dtype: torch.dtype, index: torch.dtyp
                                  _autotune.size_class(gathered_bytes))
 
 
+def _graph_key(pointers: Tensor, indices: Tensor) -> _trials.GraphKey:
+    """Identifies a call's graph structure for `_trials` (its index arrays' memory)."""
+    return (pointers.data_ptr(), indices.data_ptr(), pointers.shape[0], indices.shape[0])
+
+
 def _binary_primitive(op: str, lhs: Tensor, rhs: Tensor) -> str:
     """`op`, or `op_heads` for GAT's per-head broadcast ([N, H, D] with [E, H, 1], H and
     D > 1): its kernels rank differently (Pubmed, 8 heads x 8: native 7.8 ms, numba 4.7)."""
@@ -124,8 +129,9 @@ def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         width = max(math.prod(lhs.shape[1:]), math.prod(rhs.shape[1:]))
         kernel_class = _class(_binary_primitive(op, lhs, rhs), reduce, data, rowptr, width,
                               max(lhs.shape[0], rhs.shape[0]))
-    out, arg_lhs, arg_rhs = spmm_kernel(_autotune.choice(kernel_class))(
-        rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+    out, arg_lhs, arg_rhs = _trials.run(
+        kernel_class, _graph_key(rowptr, col), col.shape[0] * width,
+        lambda name: spmm_kernel(name)(rowptr, col, eids, lhs, rhs, op, reduce, record_args))
     # Winners in the index dtype (numba's are int64); the unread side stays empty int64.
     arg_lhs = arg_lhs.to(rowptr.dtype) if arg_lhs.dim() == 2 else arg_lhs
     arg_rhs = arg_rhs.to(rowptr.dtype) if arg_rhs.dim() == 2 else arg_rhs
@@ -142,18 +148,21 @@ def gsddmm_auto(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
     width = max(math.prod(lhs.shape[1:]), math.prod(rhs.shape[1:]))
     kernel_class = _class(f"sddmm_{op}", "-", data, lhs_row, width,
                           max(lhs.shape[0], rhs.shape[0]))
-    return sddmm_kernel(_autotune.choice(kernel_class))(lhs_row, rhs_row, lhs, rhs, op)
+    return _trials.run(kernel_class, _graph_key(lhs_row, rhs_row), lhs_row.shape[0] * width,
+                       lambda name: sddmm_kernel(name)(lhs_row, rhs_row, lhs, rhs, op))
 
 
 def _mean_grad_auto(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
                     num_src: int) -> Tensor:
-    kernel_class = _class("mean_grad", "-", grad, colptr, math.prod(grad.shape[1:]),
-                          grad.shape[0])
-    return mean_grad_kernel(_autotune.choice(kernel_class))(colptr, row, rowptr, grad, num_src)
+    width = math.prod(grad.shape[1:])
+    kernel_class = _class("mean_grad", "-", grad, colptr, width, grad.shape[0])
+    return _trials.run(kernel_class, _graph_key(colptr, row), row.shape[0] * width,
+                       lambda name: mean_grad_kernel(name)(colptr, row, rowptr, grad, num_src))
 
 
 def _extreme_grad_auto(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
                        num_src: int) -> Tensor:
-    kernel_class = _class("extreme_grad", "-", grad, colptr, math.prod(grad.shape[1:]),
-                          grad.shape[0])
-    return extreme_grad_kernel(_autotune.choice(kernel_class))(colptr, row, arg, grad, num_src)
+    width = math.prod(grad.shape[1:])
+    kernel_class = _class("extreme_grad", "-", grad, colptr, width, grad.shape[0])
+    return _trials.run(kernel_class, _graph_key(colptr, row), row.shape[0] * width,
+                       lambda name: extreme_grad_kernel(name)(colptr, row, arg, grad, num_src))

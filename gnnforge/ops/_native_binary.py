@@ -13,6 +13,7 @@ dtypes are computed in float32 and rounded once.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -68,10 +69,13 @@ def _head_stride(has_head: bool, has_width: bool, width: int) -> int:
     return (width if has_width else 1) if has_head else 0
 
 
+# Cached: a pure function of (op, shapes) that costs tens of microseconds per call in Python
+# (torch.broadcast_shapes), about 5% of a 1.5 ms Pubmed u_mul_e_sum; shapes here are ints.
+@functools.lru_cache(maxsize=1024)
 def plan_layout(op: str, lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]
                 ) -> Layout | None:
     """The [H, D] layout of `op(lhs, rhs)` for padded feature shapes, or None (numba's)."""
-    out_shape = output_feature_shape(op, lhs_shape, rhs_shape)
+    out_shape = _output_shape(op, lhs_shape, rhs_shape)
     if op == "dot":
         groups = _groups(lhs_shape[:-1], rhs_shape[:-1], out_shape[:-1])
         if len(groups) > 1:
@@ -92,6 +96,12 @@ def plan_layout(op: str, lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]
     if l_vector:
         return Layout(head[0], width, False, l_hs, r_hs, r_vector)
     return Layout(head[0], width, True, r_hs, l_hs, False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _output_shape(op: str, lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]
+                  ) -> tuple[int, ...]:
+    return output_feature_shape(op, lhs_shape, rhs_shape)
 
 
 def _compute(tensor: Tensor, dtype: torch.dtype) -> Tensor:
@@ -131,7 +141,7 @@ def gspmm_binary_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor, 
         if op in ("add", "mul") else None
     if layout is None:
         return _numba_spmm(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
-    out_shape = output_feature_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
+    out_shape = _output_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
     dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     compute = dtype if dtype in _DTYPE_CODES else torch.float32
     left, right = _compute(lhs, compute), _compute(rhs, compute)
@@ -179,7 +189,7 @@ def gsddmm_binary_native(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Ten
         if op in _OP_CODES else None
     if layout is None:
         return _cpu.gsddmm_cpu(lhs_row, rhs_row, lhs, rhs, op)
-    out_shape = output_feature_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
+    out_shape = _output_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
     dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     compute = dtype if dtype in _DTYPE_CODES else torch.float32
     left, right = _compute(lhs, compute), _compute(rhs, compute)

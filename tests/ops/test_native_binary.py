@@ -122,6 +122,28 @@ def test_binary_spmm_forward_and_gradients(variant, lhs_shape, rhs_shape, dtype,
                        dtype, index_dtype, variant)
 
 
+# Rows of 1, 2, 4 and 8 whole vectors for every vector length (4 and 8 doubles, 8 and 16
+# floats): the contiguous sum/mean kernel of `binary.cpp`, also with heads laid out back to
+# back in both operands ([N, H, D] x [E, H, D], D smaller than a vector at (2, 4)).
+CONTIGUOUS_SHAPES = [(4,), (8,), (16,), (32,), (64,), (128,), (4, 16), (2, 4)]
+
+
+@pytest.mark.parametrize("variant,dtype,index_dtype", _variants_and_dtypes())
+@pytest.mark.parametrize("shape", CONTIGUOUS_SHAPES)
+def test_contiguous_sum_and_mean_rows(variant, shape, dtype, index_dtype):
+    # Square and bipartite graphs with isolated (zero-degree) rows, loops and multi-edges,
+    # and a graph without edges; every gradient (the source one is the same kernel on the
+    # CSC).
+    empty = Graph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), 6)
+    for graph in (random_graph("square", seed=12), random_graph("bipartite", seed=13), empty):
+        x = _data(graph.num_src_nodes, shape, dtype, 1)
+        e = _data(graph.num_edges, shape, dtype, 2)
+        for op in ("mul", "add"):
+            for reduce in ("sum", "mean"):
+                _check(lambda a, b, op=op, r=reduce: ops.gspmm(graph, op, r, a, b), (x, e),
+                       dtype, index_dtype, variant)
+
+
 @pytest.mark.parametrize("variant,dtype,index_dtype", _variants_and_dtypes())
 @pytest.mark.parametrize("op,lhs_target,rhs_target,lhs_shape,rhs_shape", SDDMM_CASES)
 def test_sddmm_forward_and_gradients(variant, op, lhs_target, rhs_target, lhs_shape,
@@ -222,6 +244,25 @@ def test_multi_threaded_calls_equal_the_reference(variant):
                None, variant)
     _check(lambda a, b: ops.u_dot_v(graph, a, b), (x, x), torch.float32, None, variant)
     _check(lambda s: ops.edge_softmax(graph, s), (w,), torch.float32, None, variant)
+
+
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES[:2])
+def test_edge_outputs_past_the_cache_take_the_streaming_store_path(variant, dtype,
+                                                                   index_dtype):
+    # [70_000, 64] edge outputs are >= 16 MiB (kStreamBytes): u_add_v's forward and the
+    # [E, F] edge gradient of u_mul_e are written with non-temporal stores (whole vectors
+    # per head), and so are u_mul_e_sum's node outputs (forward and source gradient: the
+    # contiguous kernel streams its output once output + edge rows reach 16 MiB); a width
+    # of 65 has a scalar tail and uses ordinary stores; zero-degree destinations (2_900 and
+    # up) and int32/int64 indices on the way.
+    generator = torch.Generator().manual_seed(7)
+    graph = Graph(torch.randint(0, 3_000, (70_000,), generator=generator),
+                  torch.randint(0, 2_900, (70_000,), generator=generator), 3_000)
+    for shape in ((64,), (4, 16), (65,)):
+        x = _data(3_000, shape, dtype, 1)
+        e = _data(70_000, shape, dtype, 2)
+        _check(lambda a, b: ops.u_add_v(graph, a, b), (x, x), dtype, index_dtype, variant)
+        _check(lambda a, b: ops.u_mul_e_sum(graph, a, b), (x, e), dtype, index_dtype, variant)
 
 
 @st.composite

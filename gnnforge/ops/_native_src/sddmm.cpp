@@ -3,7 +3,10 @@
 // head h) for op dot (u_dot_v, GAT's per-head scores and the edge gradient of u_mul_e with
 // a per-head weight). ia / ib are the rows each edge reads: the source or destination of
 // the edge (COO), or null for the edge itself. Edges are independent, so threads take
-// contiguous ranges of them and write their output rows in order.
+// contiguous ranges of them and write their output rows in order. An output of kStreamBytes
+// or more (the [E, F] edge gradient of u_mul_e, u_add_v on a large graph) is written with
+// non-temporal stores: nothing reads it back soon, and skipping the read-for-ownership
+// halves its memory traffic (measured in docs/kernels.md).
 
 #include <cstdint>
 #include <algorithm>
@@ -42,28 +45,44 @@ inline void prefetch_edge(const I* ia, const I* ib, const Operand<T>& a, const O
 }
 
 // out[e, h, d] = op(a[ia[e], h*a.hs + d], b[ib[e], h*b.hs + (BV ? d : 0)]).
+// With kStream every vector store is non-temporal (the caller checked that D is a whole
+// number of vectors and `out` is vector-aligned, so every store is aligned).
+template <class T, class I, int Op, bool BV, bool kStream>
+void sddmm_binary_rows(const I* ia, const I* ib, const Operand<T>& a, const Operand<T>& b,
+                       T* out, int64_t first, int64_t last, int64_t H, int64_t D) {
+  typedef typename Vec<T, kWideBytes>::type V;
+  constexpr int L = Vec<T, kWideBytes>::size;
+  for (int64_t e = first; e < last; ++e) {
+    prefetch_edge(ia, ib, a, b, e, last);
+    const T* ra = a.row(row_of(ia, e));
+    const T* rb = b.row(row_of(ib, e));
+    T* o = out + e * H * D;
+    for (int64_t h = 0; h < H; ++h, o += D) {
+      const T* pa = ra + h * a.hs;
+      const T* pb = rb + h * b.hs;
+      int64_t d = 0;
+      for (; d + L <= D; d += L) {
+        const V vb = BV ? load<T, kWideBytes>(pb + d) : splat<T, kWideBytes>(pb[0]);
+        const V message = apply<Op>(load<T, kWideBytes>(pa + d), vb);
+        if (kStream) stream(o + d, message); else store<T, kWideBytes>(o + d, message);
+      }
+      for (; d < D; ++d) o[d] = apply<Op>(pa[d], pb[BV ? d : 0]);
+    }
+  }
+  if (kStream) stream_fence();
+}
+
 template <class T, class I, int Op, bool BV>
 void sddmm_binary(const I* ia, const I* ib, Operand<T> a, Operand<T> b, T* out,
                   int64_t edges, int64_t H, int64_t D, int threads) {
-  typedef typename Vec<T, kWideBytes>::type V;
   constexpr int L = Vec<T, kWideBytes>::size;
+  const bool streaming = edges * H * D * static_cast<int64_t>(sizeof(T)) >= kStreamBytes &&
+                         D % L == 0 && reinterpret_cast<uintptr_t>(out) % kWideBytes == 0;
   parallel_edges(edges, threads, [&](int64_t first, int64_t last) {
-    for (int64_t e = first; e < last; ++e) {
-      prefetch_edge(ia, ib, a, b, e, last);
-      const T* ra = a.row(row_of(ia, e));
-      const T* rb = b.row(row_of(ib, e));
-      T* o = out + e * H * D;
-      for (int64_t h = 0; h < H; ++h, o += D) {
-        const T* pa = ra + h * a.hs;
-        const T* pb = rb + h * b.hs;
-        int64_t d = 0;
-        for (; d + L <= D; d += L) {
-          const V vb = BV ? load<T, kWideBytes>(pb + d) : splat<T, kWideBytes>(pb[0]);
-          store<T, kWideBytes>(o + d, apply<Op>(load<T, kWideBytes>(pa + d), vb));
-        }
-        for (; d < D; ++d) o[d] = apply<Op>(pa[d], pb[BV ? d : 0]);
-      }
-    }
+    if (streaming)
+      sddmm_binary_rows<T, I, Op, BV, true>(ia, ib, a, b, out, first, last, H, D);
+    else
+      sddmm_binary_rows<T, I, Op, BV, false>(ia, ib, a, b, out, first, last, H, D);
   });
 }
 

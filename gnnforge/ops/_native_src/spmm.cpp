@@ -20,10 +20,6 @@
 #include <algorithm>
 #include <vector>
 #include <sys/mman.h>
-#ifdef __AVX__
-#include <immintrin.h>
-#endif
-
 #include "simd.h"
 
 namespace {
@@ -36,41 +32,7 @@ constexpr int max_vectors(int bytes) { return bytes == 64 ? 16 : 8; }
 constexpr int kMaxExtremeVectors = 4;   // max/min with arg: value + arg accumulators
 constexpr int64_t kTileBytes = 16 * 1024;
 
-// Non-temporal store of one vector to a 32-byte aligned address: the output of a call
-// larger than the cache is written without being read first (no read-for-ownership).
-inline void stream(float* p, Vec<float>::type v) {
-#ifdef __AVX__
-  _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
-#else
-  store<float>(p, v);
-#endif
-}
-inline void stream(double* p, Vec<double>::type v) {
-#ifdef __AVX__
-  _mm256_stream_pd(p, reinterpret_cast<__m256d>(v));
-#else
-  store<double>(p, v);
-#endif
-}
-#ifdef __AVX512F__
-// The same for a 64-byte aligned address.
-inline void stream(float* p, Vec<float, 64>::type v) {
-  _mm512_stream_ps(p, reinterpret_cast<__m512>(v));
-}
-inline void stream(double* p, Vec<double, 64>::type v) {
-  _mm512_stream_pd(p, reinterpret_cast<__m512d>(v));
-}
-#endif
-inline void stream_fence() {
-#ifdef __AVX__
-  _mm_sfence();
-#endif
-}
-// Outputs of at least half the last-level cache (32 MiB here): streaming them keeps the
-// gathered rows in cache. Measured 64 -> 16 MiB (interleaved A/B, min of 21): Pubmed
-// F=256 (20 MiB output) sum fwd+bwd 6.26 -> 5.78 ms, mean 6.97 -> 6.36 ms; R-MAT F=64
-// (32 MiB) sum fwd+bwd 20.5 -> 19.3 ms; 4 MiB was no better than 16 (docs/kernels.md).
-constexpr int64_t kStreamBytes = 16 * 1024 * 1024;
+// stream(), stream_fence() and kStreamBytes (the streaming-store threshold) are in simd.h.
 
 
 // ------------------------------------------------------------------------- sum / mean

@@ -1,0 +1,201 @@
+"""Kernel choice refined on the real input: cuDNN's benchmark mode for close kernel classes.
+
+The calibration (`_autotune`) times a kernel class's candidates on one representative
+graph. Where two candidates come out close, the real graph decides: its degree
+distribution, locality and size differ from the representative one (restricted to AVX2,
+R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
+So the first call of such a class on a graph (its CSR arrays) runs every contender on the
+real input, back to back (`_WARMUP_RUNS` untimed, then `_TIMED_RUNS` timed calls each), keeps the
+fastest of those whose result has the same bits as the calibrated choice's (so a trial
+changes speed, never results) and returns its result; later calls on that graph run the
+winner directly.
+
+Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
+(at most `_MAX_CONTENDERS`); calls gathering fewer than `_MIN_WORK` elements (a few
+microseconds, where timing is noise) and classes with one contender run the calibrated
+choice. A class times its contenders on at most `_GRAPHS_PER_CLASS` graphs; after that
+(sampled minibatches: a new graph every step) every new graph runs the candidate that won
+most of those trials. Decisions live in this process only: they are about the user's
+graphs, not the machine. `GNNFORGE_KERNEL_TRIALS=0`, or
+`torch.use_deterministic_algorithms(True)`, turns trials off (every call then runs the
+calibrated choice: which kernel runs does not depend on timings either).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import torch
+
+from gnnforge.ops import _autotune
+
+__all__ = ["class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
+
+_CONTENDER_RATIO = 2.0
+_MAX_CONTENDERS = 3
+# numba's first calls on a graph ran 2-7x its steady time (Pubmed F=64: 3.0, 2.6, 0.75,
+# 0.52, 0.44 ms; its outputs come from fresh allocations until glibc's thresholds adapt),
+# the SSE2 build's 1.2x after one call: two warm-ups, the fastest of three timed runs.
+_WARMUP_RUNS = 2
+_TIMED_RUNS = 3
+_GRAPHS_PER_CLASS = 3
+_MIN_WORK = 2**15
+
+Result = TypeVar("Result")
+GraphKey = tuple[int, ...]
+
+_lock = threading.Lock()
+_settled: dict[_autotune.KernelClass, str] = {}        # no (more) trials: run this
+_by_graph: dict[tuple[_autotune.KernelClass, GraphKey], str] = {}
+_wins: dict[_autotune.KernelClass, collections.Counter] = {}
+_results: list[dict] = []
+_clock = time.perf_counter
+
+
+def enabled() -> bool:
+    """Whether calls may time contenders on the real input."""
+    if os.environ.get("GNNFORGE_KERNEL_TRIALS", "1").strip() == "0":
+        return False
+    return not torch.are_deterministic_algorithms_enabled()
+
+
+def contenders(kernel_class: _autotune.KernelClass) -> list[str]:
+    """The calibrated choice first, then the candidates whose calibrated best time was
+    within `_CONTENDER_RATIO` of it (fastest first, at most `_MAX_CONTENDERS` in all)."""
+    chosen = _autotune.choice(kernel_class)
+    entry = _autotune.measured_classes().get(kernel_class.key(), {})
+    times = entry.get("min_ms", {})
+    if chosen not in times:
+        return [chosen]
+    close = sorted((name for name, ms in times.items()
+                    if name != chosen and ms <= _CONTENDER_RATIO * times[chosen]),
+                   key=times.get)
+    return [chosen, *close][:_MAX_CONTENDERS]
+
+
+def run(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
+        call: Callable[[str], Result]) -> Result:
+    """`call(name)` for the candidate to run on `graph` (a key of its index arrays).
+
+    Args:
+        kernel_class: the call's class.
+        graph: identifies the real input's structure (data pointers and lengths of its
+            index arrays); a decision is reused for calls with the same key.
+        work: elements the call gathers (edges x width): small calls are not timed.
+        call: runs the named candidate and returns its result.
+    """
+    if not enabled():
+        return call(_autotune.choice(kernel_class))
+    decided = _by_graph.get((kernel_class, graph))     # this graph's own trial first
+    if decided is None:
+        decided = _settled.get(kernel_class)
+    if decided is not None:
+        return call(decided)
+    if work < _MIN_WORK:
+        return call(_autotune.choice(kernel_class))
+    with _lock:
+        names = _names_for_new_graph(kernel_class)
+    if len(names) == 1:
+        return call(names[0])
+    return _trial(kernel_class, graph, work, names, call)
+
+
+def class_choice(kernel_class: _autotune.KernelClass) -> str:
+    """What a call of `kernel_class` on a graph without its own decision runs now: the
+    trials' verdict once the class has one, else the calibrated choice."""
+    return _settled.get(kernel_class) or _autotune.choice(kernel_class)
+
+
+def _names_for_new_graph(kernel_class: _autotune.KernelClass) -> list[str]:
+    """The contenders to time on a new graph, or [the name to run] when none are left."""
+    names = contenders(kernel_class)
+    if len(names) == 1:
+        _settled[kernel_class] = names[0]
+    return names
+
+
+def _settle_if_done(kernel_class: _autotune.KernelClass, names: list[str]) -> None:
+    """After `_GRAPHS_PER_CLASS` trials, the class's verdict: the candidate with most wins
+    (ties go to the calibration's order, its choice first)."""
+    wins = _wins[kernel_class]
+    if sum(wins.values()) >= _GRAPHS_PER_CLASS:
+        _settled[kernel_class] = max(names, key=lambda name: (wins[name], -names.index(name)))
+
+
+def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
+           names: list[str], call: Callable[[str], Result]) -> Result:
+    """Time each of `names` on the real input; record and return the winner's result.
+
+    Only a contender whose result has the same bits as the calibrated choice's (`names[0]`)
+    may win, so a trial never changes what a call computes: a resumed run in another
+    process, whose trials may time differently, computes the same bits. (Same-bits
+    candidates are common: copy sum and max in every build; FMA or another order of
+    operations makes others differ in the last bits, e.g. copy mean native vs numba.)
+    """
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    differs: list[str] = []
+    reference = result = None
+    for name in names:
+        # Each contender's timed runs follow its own calls, not another contender's:
+        # right after another kernel the same kernel measured up to 1.4x slower (Pubmed
+        # F=16: 0.22 vs 0.16 ms after itself).
+        for _ in range(_WARMUP_RUNS):             # JIT, caches, the allocator's state
+            call(name)
+        for _ in range(_TIMED_RUNS):
+            start = _clock()
+            result = call(name)
+            seconds[name].append(_clock() - start)
+        if name == names[0]:
+            reference = result
+        elif not _same_bits(result, reference):
+            differs.append(name)
+    eligible = [name for name in names if name not in differs]
+    winner = min(eligible, key=lambda name: min(seconds[name]))
+    with _lock:
+        _by_graph[(kernel_class, graph)] = winner
+        _wins.setdefault(kernel_class, collections.Counter())[winner] += 1
+        _settle_if_done(kernel_class, names)
+        _results.append({"class": kernel_class.key(), "work": work, "choice": winner,
+                         "calibrated": names[0], "different_bits": differs,
+                         "ms": {name: round(1e3 * min(values), 4)
+                                for name, values in seconds.items()}})
+    if winner == names[0]:
+        return reference
+    return result if winner == names[-1] else call(winner)
+
+
+def _same_bits(one: object, other: object) -> bool:
+    """Whether two kernel results (a tensor or a tuple of them) are equal bit for bit;
+    integer tensors (max/min winners, int32 or int64 by candidate) compare as int64."""
+    ones = one if isinstance(one, tuple) else (one,)
+    others = other if isinstance(other, tuple) else (other,)
+    if len(ones) != len(others):
+        return False
+    for a, b in zip(ones, others):
+        if a.shape != b.shape:
+            return False
+        if not a.dtype.is_floating_point and not b.dtype.is_floating_point:
+            a, b = a.long(), b.long()
+        if a.dtype != b.dtype or not torch.equal(a, b):
+            return False
+    return True
+
+
+def trial_results() -> list[dict]:
+    """Every trial of this process: class key, work, each contender's best ms, choice."""
+    with _lock:
+        return [dict(entry) for entry in _results]
+
+
+def forget() -> None:
+    """Drop this process's trial decisions (tests; after re-tuning)."""
+    with _lock:
+        _settled.clear()
+        _by_graph.clear()
+        _wins.clear()
+        _results.clear()

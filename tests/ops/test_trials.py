@@ -1,0 +1,210 @@
+"""Kernel choice refined on the real input (`_trials`): close classes time their contenders
+on the first call on a graph and keep the fastest; clear, small or disabled ones do not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnnforge.ops import _autotune, _trials
+from gnnforge.ops._autotune import KernelClass
+
+SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
+BIG = 2**20          # work above _MIN_WORK
+
+
+@pytest.fixture
+def calibrated(monkeypatch):
+    """A class calibrated as numba 1.0 ms, native:sse2 1.2 ms, mkl 5 ms (clearly slower);
+    candidates that advance a fake clock by their real-input cost; returns the call log."""
+    _trials.forget()
+    monkeypatch.delenv("GNNFORGE_KERNEL_TRIALS", raising=False)
+    monkeypatch.setattr(_autotune, "choice", lambda kernel_class: "numba")
+    monkeypatch.setattr(_autotune, "measured_classes", lambda: {SUM64.key(): {
+        "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 1.2, "mkl": 5.0}}})
+    now = [0.0]
+    monkeypatch.setattr(_trials, "_clock", lambda: now[0])
+    calls: list[str] = []
+
+    def runner(cost: dict[str, float], bits: dict[str, float] | None = None):
+        """Candidates costing `cost[name]` on the fake clock; their results are equal
+        unless `bits` gives one another value; `result.ran` names who computed it."""
+        def call(name: str) -> torch.Tensor:
+            calls.append(name)
+            now[0] += cost[name]
+            result = torch.full((3,), (bits or {}).get(name, 0.0))
+            result.ran = name
+            return result
+        return call
+
+    yield calls, runner
+    _trials.forget()
+
+
+def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
+    calls, runner = calibrated
+    call = runner({"numba": 3.0, "native:sse2": 1.0})     # the real graph prefers SSE2
+    assert _trials.contenders(SUM64) == ["numba", "native:sse2"]
+    assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
+    assert "mkl" not in calls                              # over 2x in calibration: not timed
+    assert calls.count("numba") == _trials._WARMUP_RUNS + _trials._TIMED_RUNS
+    calls.clear()
+    assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
+    assert calls == ["native:sse2"]                        # decided: one call, no timing
+    (result,) = _trials.trial_results()
+    assert result["choice"] == "native:sse2" and result["calibrated"] == "numba"
+    assert result["ms"]["numba"] > result["ms"]["native:sse2"]
+
+
+def test_the_result_returned_is_the_winners(calibrated):
+    calls, runner = calibrated
+    # The winner is not the last one timed: its result comes from one more call.
+    result = _trials.run(SUM64, (2,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    assert result.ran == "numba"
+    assert len(calls) == 2 * (_trials._WARMUP_RUNS + _trials._TIMED_RUNS)  # kept, not rerun
+
+
+def test_a_faster_contender_with_other_bits_cannot_win(calibrated):
+    calls, runner = calibrated
+    # SSE2 is faster here, but its sums differ in the last bit from the calibrated numba's:
+    # switching would make the results depend on timings.
+    result = _trials.run(SUM64, (6,), BIG, runner({"numba": 3.0, "native:sse2": 1.0},
+                                                  bits={"native:sse2": 1e-7}))
+    assert result.ran == "numba" and torch.equal(result, torch.zeros(3))
+    (trial,) = _trials.trial_results()
+    assert trial["choice"] == "numba" and trial["different_bits"] == ["native:sse2"]
+
+
+def test_same_bits_compares_values_and_winner_indices_across_index_dtypes():
+    values = torch.tensor([[1.0, 2.0]])
+    assert _trials._same_bits((values, torch.tensor([[3, 4]], dtype=torch.int32)),
+                              (values.clone(), torch.tensor([[3, 4]])))
+    assert not _trials._same_bits((values, torch.tensor([[3, 4]])),
+                                  (values, torch.tensor([[3, 5]])))
+    assert not _trials._same_bits(values, values + 1e-7)
+    assert not _trials._same_bits(values, values.double())
+
+
+def test_small_calls_run_the_calibrated_choice_untimed(calibrated):
+    calls, runner = calibrated
+    assert _trials.run(SUM64, (3,), _trials._MIN_WORK - 1,
+                       runner({"numba": 3.0, "native:sse2": 1.0})).ran == "numba"
+    assert calls == ["numba"] and _trials.trial_results() == []
+
+
+def test_a_clear_calibration_is_not_timed_again(calibrated, monkeypatch):
+    calls, runner = calibrated
+    monkeypatch.setattr(_autotune, "measured_classes", lambda: {SUM64.key(): {
+        "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 2.5}}})
+    result = _trials.run(SUM64, (4,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
+    assert result.ran == "numba"
+    assert calls == ["numba"]
+
+
+def test_after_a_few_graphs_new_graphs_run_the_most_frequent_winner(calibrated):
+    calls, runner = calibrated
+    costs = [{"numba": 1.0, "native:sse2": 2.0}] + [{"numba": 2.0, "native:sse2": 1.0}] * 2
+    for graph, cost in enumerate(costs):
+        _trials.run(SUM64, (10 + graph,), BIG, runner(cost))
+    assert len(_trials.trial_results()) == _trials._GRAPHS_PER_CLASS
+    calls.clear()
+    # A fourth graph (a new sampled minibatch) is not timed: SSE2 won 2 of 3.
+    assert _trials.run(SUM64, (99,), BIG, runner({"numba": 1.0, "native:sse2": 9.0})).ran \
+        == "native:sse2"
+    assert calls == ["native:sse2"]
+
+
+@pytest.mark.parametrize("how", ["environment", "deterministic"])
+def test_trials_can_be_turned_off(calibrated, monkeypatch, how):
+    calls, runner = calibrated
+    if how == "environment":
+        monkeypatch.setenv("GNNFORGE_KERNEL_TRIALS", "0")
+    else:
+        monkeypatch.setattr(torch, "are_deterministic_algorithms_enabled", lambda: True)
+    result = _trials.run(SUM64, (5,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
+    assert result.ran == "numba"
+    assert calls == ["numba"]
+
+
+# ----------------------------------------------------------------------- with real kernels
+
+
+@pytest.fixture
+def every_candidate_contends(tmp_path, monkeypatch):
+    """A fresh tuning record, and every calibrated candidate a contender."""
+    from gnnforge.ops import _native_build
+
+    for variant in _native_build.available_variants():   # loaded (built) before the cache
+        _native_build.load(variant.name)                  # moves: no minute of g++ here
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
+    monkeypatch.delenv("GNNFORGE_KERNEL_TRIALS", raising=False)
+    monkeypatch.setattr(_trials, "_CONTENDER_RATIO", float("inf"))
+    monkeypatch.setattr(_trials, "_MAX_CONTENDERS", 8)
+    _autotune.forget()
+    yield
+    _autotune.forget()
+
+
+def _graph(nodes: int, edges: int, seed: int):
+    from gnnforge.graph import Graph
+
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, nodes, (edges,), generator=generator)
+    dst = torch.randint(0, nodes // 2, (edges,), generator=generator)  # half without in-edges
+    return Graph(src, dst, nodes), generator
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
+def test_calls_that_run_trials_equal_the_reference(every_candidate_contends, index_dtype):
+    import gnnforge.ops as ops
+
+    graph, generator = _graph(600, 5000, seed=7)
+    x = torch.randn(600, 32, generator=generator)
+    weights = torch.rand(5000, generator=generator)
+
+    def compute():
+        leaf = x.clone().requires_grad_(True)
+        outputs = [ops.copy_u_sum(graph, leaf), ops.copy_u_mean(graph, leaf),
+                   ops.copy_u_max(graph, leaf), ops.u_mul_e_sum(graph, leaf, weights),
+                   ops.u_dot_v(graph, leaf, leaf)]
+        grad, = torch.autograd.grad(sum(out.square().sum() for out in outputs), leaf)
+        return [out.detach() for out in outputs] + [grad]
+
+    with ops.use_backend("reference"):
+        expected = compute()
+    with ops.use_backend("auto", index_dtype=index_dtype):
+        first = compute()            # the trials run here
+        again = compute()            # the decisions are reused here
+    assert _trials.trial_results(), "no trial ran"
+    for actual in (first, again):
+        for out, reference in zip(actual, expected):
+            torch.testing.assert_close(out, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_a_graph_without_edges_runs_untimed(every_candidate_contends):
+    import gnnforge.ops as ops
+    from gnnforge.graph import Graph
+
+    empty = Graph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), 50)
+    out = ops.copy_u_sum(empty, torch.randn(50, 64))
+    assert torch.equal(out, torch.zeros(50, 64)) and _trials.trial_results() == []
+
+
+def test_the_class_choice_follows_the_verdict_once_there_is_one(calibrated):
+    calls, runner = calibrated
+    assert _trials.class_choice(SUM64) == "numba"
+    for graph in range(_trials._GRAPHS_PER_CLASS + 1):
+        _trials.run(SUM64, (20 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64) == "native:sse2"
+
+
+def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
+    calls, runner = calibrated
+    _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))   # numba here
+    for graph in range(1, _trials._GRAPHS_PER_CLASS):
+        _trials.run(SUM64, (30 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64) == "native:sse2"
+    calls.clear()
+    result = _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    assert result.ran == "numba"
+    assert calls == ["numba"]
