@@ -14,8 +14,8 @@ strategy's total for ITERS iterations (default 100) including its overheads:
                  iterations of the one whose first run was fastest
     predicted    gnnforge.plan.optimize (graph features + predictions; the median of 5
                  calls, measured) + ITERS x t(its choice)
-    planner      the layer as shipped (plan="auto"): a fresh copy runs up to AUTO_CALLS
-                 real iterations; its planning time (measured) + each of those calls at
+    planner      the layer as shipped (plan="auto"): a fresh copy runs real iterations
+                 until it locks in a plan; its planning time (measured) + each of those calls at
                  its plan's t + the remaining iterations at t(the plan it locked in). It
                  predicts, or measures the candidates in doubt (on a fingerprint
                  mismatch, e.g. under --backend numba with models fitted on native)
@@ -71,7 +71,7 @@ WIDTHS = ((32, 256), (256, 32), (256, 256), (32, 2048), (2048, 32))
 MODELS = {"GCN": lambda i, o: GCNConv(i, o), "GAT": lambda i, o: GATConv(i, o, heads=1),
           "SAGE": lambda i, o: SAGEConv(i, o)}
 NOISE_QUANTILE = 0.9
-AUTO_CALLS = 15  # real iterations of the auto layer (its race takes at most ~10)
+
 
 
 def _alternative(layer):
@@ -99,20 +99,21 @@ def _width_rule(layer, graph):
 
 
 def _auto_run(layer, graph, x, training, cost_model):
-    """A fresh auto layer (the given one's weights): up to AUTO_CALLS real iterations.
-    Returns (plan of each call, locked plan, planning seconds, race overhead by the
-    layer's own timings, reason)."""
+    """A fresh auto layer (the given one's weights): real iterations until its plan is
+    locked in (at most its race's `max_calls`). Returns (plan of each call, locked plan,
+    planning seconds, race overhead by the layer's own timings, reason)."""
     configure_auto(cost_model=cost_model)
     auto = type(layer).__new__(type(layer))
     auto.__dict__.update({k: v for k, v in layer.__dict__.items()
                           if k not in ("_auto_plans", "_prepared")})
     auto.plan = "auto"
     run = layer_iteration(auto, graph, x, training)
-    for _ in range(AUTO_CALLS):
-        run()
-        (entry,) = auto_plans(auto).values()
-        if entry.plan is not None and entry.calls >= 1:
+    run()
+    (entry,) = auto_plans(auto).values()
+    for _ in range(entry.race.max_calls if entry.race is not None else 0):
+        if entry.plan is not None:
             break
+        run()
     calls = ([entry.race.plans[i] for i, _ in entry.race.calls] if entry.race is not None
              else [entry.plan])
     return calls, entry.plan, entry.planning_s, entry.overhead_s - entry.planning_s, \

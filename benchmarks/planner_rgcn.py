@@ -3,7 +3,7 @@
 For a full, a basis (B bases) and a block-diagonal RGCNConv at two width pairs, inference
 and training, each candidate the planner costs is timed (median of --samples runs after
 one warm-up, interleaved) next to the plan `optimize` predicts (shipped models) and the
-plan an auto layer locks in after --auto-calls real iterations.
+plan an auto layer locks in (real iterations until it does).
 
     PYTHONPATH=. python benchmarks/planner_rgcn.py [--scale 12] [--relations 30]
 """
@@ -55,7 +55,6 @@ def main(argv=None) -> int:
     parser.add_argument("--relations", type=int, default=30)
     parser.add_argument("--bases", type=int, default=4)
     parser.add_argument("--samples", type=int, default=5)
-    parser.add_argument("--auto-calls", type=int, default=15)
     args = parser.parse_args(argv)
     limit_threads(1)
     generator = torch.Generator().manual_seed(0)
@@ -78,9 +77,12 @@ def main(argv=None) -> int:
                 predicted = optimize(layer, graph, training=training).decisions[0].chosen
                 layer.plan = "auto"
                 run = layer_iteration(layer, graph, x, training)
-                for _ in range(args.auto_calls):
-                    run()
+                run()
                 entry = next(e for key, e in auto_plans(layer).items() if key[6] == training)
+                for _ in range(entry.race.max_calls if entry.race is not None else 0):
+                    if entry.plan is not None:  # real iterations until it locks in
+                        break
+                    run()
                 default, best = times[plans[0]], min(times.values())
                 chosen = times.get(entry.plan, float("nan"))
                 print(f"| {name} | {widths[0]}->{widths[1]} | "

@@ -41,7 +41,7 @@ __all__ = ["AUTO", "DEFAULT", "AutoPlan", "AutoSettings", "auto_plans", "auto_re
 
 AUTO, DEFAULT = "auto", "default"
 _MEASURE_MODES = ("doubt", "always", "never")
-_MAX_RACERS = 3
+_MAX_RACERS = 4  # GCN's four orders when both realisations of Â and both regimes are in doubt
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,10 @@ class AutoSettings:
             within the models' error), "always" or "never" (trust the prediction).
         budget: the measuring overhead allowed, as a fraction of `horizon` iterations.
         horizon: iterations the budget refers to (a 100-epoch full-graph run: 100).
-        samples: timed runs per candidate while measuring.
+        samples: timed rounds (one run of every candidate each) before measuring may
+            lock in a winner.
+        max_samples: timed rounds at most, while the best two candidates stay within
+            their runs' spread (None: samples + 2).
         cost_model: the cost model (None: the shipped models).
     """
 
@@ -61,6 +64,7 @@ class AutoSettings:
     budget: float = 0.02
     horizon: int = 100
     samples: int = 3
+    max_samples: int | None = None
     cost_model: Any = None
 
 
@@ -73,7 +77,8 @@ def configure_auto(**changes: Any) -> AutoSettings:
     are kept (a layer's `reset_auto_plans` forgets them).
 
     Raises:
-        ValueError: for an unknown field or measure mode.
+        ValueError: for an unknown field or measure mode, samples < 1, or max_samples
+            below samples.
     """
     global _SETTINGS
     unknown = sorted(set(changes) - set(AutoSettings.__dataclass_fields__))
@@ -83,7 +88,13 @@ def configure_auto(**changes: Any) -> AutoSettings:
     if changes.get("measure", _SETTINGS.measure) not in _MEASURE_MODES:
         raise ValueError(f"configure_auto: measure must be one of {_MEASURE_MODES}, got "
                          f"{changes['measure']!r}")
-    previous, _SETTINGS = _SETTINGS, replace(_SETTINGS, **changes)
+    updated = replace(_SETTINGS, **changes)
+    if updated.samples < 1 or (updated.max_samples is not None
+                               and updated.max_samples < updated.samples):
+        raise ValueError(f"configure_auto: need samples >= 1 and max_samples >= samples "
+                         f"(or None), got samples={updated.samples}, "
+                         f"max_samples={updated.max_samples}")
+    previous, _SETTINGS = _SETTINGS, updated
     return previous
 
 
@@ -177,7 +188,7 @@ def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
     except FileNotFoundError as error:  # no models: measure every candidate
         plans = layer_candidates(layer)
         race = Race(plans[:_MAX_RACERS], _SETTINGS.samples, _SETTINGS.budget,
-                    _SETTINGS.horizon)
+                    _SETTINGS.horizon, max_samples=_SETTINGS.max_samples)
         return AutoPlan(key, None, f"no cost models ({error})", 0.0, race, race.winner)
     start = time.perf_counter()
     features = _features(structure)
@@ -194,15 +205,22 @@ def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
     else:
         racers = in_doubt(costs, decision.spreads, _rule(cost_model, None, None).caution)
         reason = "predicted gain within the models' error" if len(racers) > 1 else ""
-    chosen = plans.index(decision.chosen)
-    racers = [chosen] + [j for j in racers if j != chosen]
+    racers = _racing_order(plans.index(decision.chosen), racers, costs)
     elapsed = time.perf_counter() - start
     if len(racers) < 2:
         return AutoPlan(key, decision, "", elapsed, None, decision.chosen)
-    racers = racers[:_MAX_RACERS]
     race = Race([plans[j] for j in racers], _SETTINGS.samples, _SETTINGS.budget,
-                _SETTINGS.horizon, [costs[j] for j in racers])
+                _SETTINGS.horizon, [costs[j] for j in racers], _SETTINGS.max_samples)
     return AutoPlan(key, decision, reason, elapsed, race)
+
+
+def _racing_order(chosen: int, doubtful: list[int], costs: list[float]) -> list[int]:
+    """The candidates to measure: the models' decision first (the default when in doubt:
+    the race's ties go to the first plan, so a race that cannot separate two plans keeps
+    the decision), then the others in doubt, cheapest prediction first, at most
+    `_MAX_RACERS` in all."""
+    others = sorted(set(doubtful) - {chosen}, key=lambda j: (costs[j], j))
+    return [chosen, *others[:_MAX_RACERS - 1]]
 
 
 STARTUP_S = [0.0]  # once per process: reading the shipped models, loading the tree walk

@@ -9,6 +9,15 @@ aggregation backend in force (`gnnforge.ops.use_backend` changes it), torch thre
 library versions. `gnnforge plan profile` stores it in the models' info.json; planning
 compares it (`mismatches`) and measures instead of predicting when it differs.
 
+Only the kernel classes the planned layers run are compared (`PLANNED_KERNELS`): the
+kernel calibration records every class it ever measured (max/min reductions, their
+gradients, the binary g-SpMM add, ...), and a re-tune of one the planned layers never
+call changes nothing the models predict. A class the models recorded but this machine
+has not measured yet is not a mismatch by itself: with the CPU, instruction-set flags,
+native sources and versions equal (all compared), its calibration measures the same
+candidates on the same hardware; if it then chooses another variant, the next process
+sees the difference.
+
 The machine part comes from `gnnforge.ops.machine_fingerprint` when the ops package has
 it, else from a local reading of /proc/cpuinfo (the same fields).
 """
@@ -23,11 +32,28 @@ from functools import cache
 
 import torch
 
-__all__ = ["IGNORED_KEYS", "current_fingerprint", "fingerprint", "kernel_choices",
-           "machine_fingerprint", "mismatches"]
+__all__ = ["IGNORED_KEYS", "PLANNED_KERNELS", "current_fingerprint", "fingerprint",
+           "is_planned_kernel", "kernel_choices", "machine_fingerprint", "mismatches"]
 
 # Keys that describe a run without changing what primitives cost.
 IGNORED_KEYS = frozenset({"gnnforge", "python"})
+
+# (primitive, reduce) of the kernel classes the planned layers' calls run (gnnforge.ops
+# class keys read "primitive.reduce.dtype.index.wNB[.stream]"; every dtype, width and
+# size class of these counts). The composed edge softmax's copy_rhs max runs only where
+# the native library is missing, and then numba is its one candidate: not listed.
+PLANNED_KERNELS = frozenset({
+    ("copy_lhs", "sum"),   # A X (GCN dynamic, GIN, SAGE/RGCN sum); every copy-sum backward
+    ("copy_lhs", "mean"),  # M X (SAGE, RGCN mean)
+    ("mean_grad", "-"),    # M X's backward
+    ("mul", "sum"),        # weighted SpMM: Â X precomputed, one-head attention, RGCN's
+                           # fused relation sum; and their input gradients
+    ("mul_heads", "sum"),  # multi-head attention (and RGCN basis) aggregation, backward
+    ("sddmm_add", "-"),    # attention scores (GAT, GATv2)
+    ("sddmm_mul", "-"),    # GCN's edge normalisation; edge-weight gradients
+    ("sddmm_dot", "-"),    # attention-weight gradients (grouped dot)
+    ("copy_rhs", "sum"),   # the score SDDMM's gradients (edge values summed onto nodes)
+})
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -115,12 +141,23 @@ def current_fingerprint() -> dict[str, str]:
     return _CURRENT[key]
 
 
+def is_planned_kernel(key: str) -> bool:
+    """Whether a fingerprint key is compared: every non-kernel key, and "kernel:CLASS"
+    when CLASS's (primitive, reduce) is one the planned layers run."""
+    if not key.startswith("kernel:"):
+        return True
+    primitive, _, rest = key.removeprefix("kernel:").partition(".")
+    return (primitive, rest.partition(".")[0]) in PLANNED_KERNELS
+
+
 def mismatches(recorded: Mapping[str, str] | None, current: Mapping[str, str]
                ) -> list[str]:
     """The keys on which two fingerprints differ ("key: recorded -> current"); a missing
-    fingerprint is one mismatch ("no fingerprint"). Keys in `IGNORED_KEYS` and keys only
-    one side has (a newer fingerprint with more fields) are not compared."""
+    fingerprint is one mismatch ("no fingerprint"). Not compared: keys in `IGNORED_KEYS`,
+    kernel classes the planned layers never run (`is_planned_kernel`), and keys only one
+    side has (a newer fingerprint with more fields; a kernel class not measured yet)."""
     if not recorded:
         return ["no fingerprint (models profiled before fingerprints were recorded)"]
     return [f"{key}: {recorded[key]} -> {current[key]}" for key in sorted(recorded)
-            if key in current and key not in IGNORED_KEYS and str(recorded[key]) != current[key]]
+            if key in current and key not in IGNORED_KEYS and is_planned_kernel(key)
+            and str(recorded[key]) != current[key]]

@@ -7,16 +7,30 @@ that call is timed, `record` takes the call's seconds (forward, plus backward wh
 training). Every call is a real iteration (all plans compute the same values), so the
 race costs only what its calls take beyond the winner's: the overhead. It is bounded
 by a budget, a fraction of a run of `horizon` iterations of the best plan (2% of 100 by
-default): a call that would pass it is not made, and a candidate clearly slower than
-the best is dropped early.
+default): a call that would pass it is not made.
 
-Candidates are compared by their fastest timed run. On a shared machine timing noise
-only adds time (another job takes the core), so the minimum is the estimate it leaves
-alone; the overhead is counted against the winner's median, which includes it.
+Timed runs come in interleaved rounds (every surviving candidate once per round, each
+round starting one candidate later), so a slow phase of a shared machine hits the
+candidates alike instead of whichever ran then. Candidates are compared by the median
+of their runs in rounds. (Their fastest run, used before, is the estimate external
+interference leaves alone, but some plans run fast or slow by turns on a quiet machine
+too, e.g. 5.7 or 6.9 ms on Cora, and the fastest run then picks the lucky one; replayed
+on the planner benchmark's own runs, the median chose better: docs/planner.md.) How far
+two candidates may still be mistaken for each other is read from their own runs: the
+*spread* of a candidate is the relative gap between its two fastest runs. After each
+round the candidates clearly slower than the best leave (after one round only gross
+losers, 4x: a single run may have been preempted; later, those slower by more than 10%
+and their spread); after `samples` rounds every candidate whose gap to the best
+exceeds the two plans' spread leaves, and while one remains within it, another round
+decides (up to `max_samples`; then the first plan, the models' decision, stays if it is
+still in, else the best). Near-equal candidates cost almost nothing per extra round,
+which is where extra rounds are spent. The overhead is counted against the
+winner's median, which includes the noise.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Generic, TypeVar
@@ -25,62 +39,83 @@ __all__ = ["Race"]
 
 P = TypeVar("P")
 
-# A candidate is dropped when even its fastest run is this much slower than the best
-# plan's fastest: after one timed run (only a gross loss: on the loaded 2-core machine a
-# 1 ms run was preempted to 11-19 ms, measured), and after two or more (a small but
-# consistent one). The budget, not this rule, bounds what slow candidates cost.
+# After one round a candidate leaves only when its one run is this much slower than the
+# best's: a lone run may have been preempted (on the loaded 2-core machine a
+# 1 ms run took 11-19 ms, measured). From the second round on, a loss beyond this margin
+# (or beyond the two plans' spread, if larger) is a consistent one. The budget, not
+# these rules, bounds what slow candidates cost.
 _DROP_AFTER_ONE = 4.0
-_DROP_AFTER_MORE = 1.1
+_DROP_MARGIN = 0.10
 
 
 class Race(Generic[P]):
     """Which candidate to run on each call until a winner is locked in.
 
-    Each candidate's first run is untimed, the predicted best first (it pays the
+    Each candidate's first run is untimed, the first plan's first (it pays the
     per-graph preparation every plan shares; the others pay their own one-off costs,
-    such as a kernel compiled on first use: 16 s once, measured); then the candidate
-    with the fewest timed runs goes next, until every remaining candidate has `samples`
-    of them or one remains. A call whose expected overhead would pass the budget is not
-    made: its candidate is dropped.
+    such as a kernel compiled on first use: 16 s once, measured). The first plan's
+    second run, the *probe*, is timed at once, so the others' first runs can be
+    predicted from it; it counts for the budget but not in the comparison (it follows
+    a run of the same plan, whose data it finds in cache: on small graphs the fastest
+    run of all). Then timed rounds (module docstring) until one candidate remains, or
+    after `samples` rounds none is within the best's spread, or after `max_samples`
+    rounds. A call whose expected overhead would pass the budget is not made: its
+    candidate is dropped.
 
     Args:
-        plans: the candidates, the predicted best first.
-        samples: timed runs per candidate.
+        plans: the candidates, the first to run first (the auto layers put the models'
+            decision there); ties go to the earlier plan.
+        samples: timed rounds before a winner may be locked in.
         budget: the overhead allowed, as a fraction of `horizon` runs of the best.
         horizon: iterations the budget is a fraction of (a 100-epoch run: 100).
         predicted: the cost models' seconds per plan, if any: a candidate whose first
-            run is predicted (relative to the first plan's measured run) to pass the
-            budget is dropped without running (measured: a default 66x slower than the
-            best cost 65 iterations in its one untimed run).
+            run is predicted (relative to the first plan's probe) to pass the budget is
+            dropped without running (measured: a default 66x slower than the best cost
+            65 iterations in its one untimed run).
+        max_samples: timed rounds at most, when the best two stay within their spread
+            (default samples + 2: each extra round costs what the candidates still
+            in it take beyond the best).
 
     Raises:
-        ValueError: with no plans, samples < 1, a negative budget or horizon < 1.
+        ValueError: with no plans, samples < 1, max_samples < samples, a negative budget
+            or horizon < 1.
     """
 
     def __init__(self, plans: Sequence[P], samples: int = 3, budget: float = 0.02,
-                 horizon: int = 100, predicted: Sequence[float] | None = None) -> None:
-        if not plans or samples < 1 or budget < 0 or horizon < 1:
-            raise ValueError(f"Race: need at least one plan, samples >= 1, budget >= 0 and "
-                             f"horizon >= 1; got {len(plans)} plans, samples={samples}, "
+                 horizon: int = 100, predicted: Sequence[float] | None = None,
+                 max_samples: int | None = None) -> None:
+        max_samples = samples + 2 if max_samples is None else max_samples
+        if not plans or samples < 1 or max_samples < samples or budget < 0 or horizon < 1:
+            raise ValueError(f"Race: need at least one plan, samples >= 1, max_samples >= "
+                             f"samples, budget >= 0 and horizon >= 1; got {len(plans)} "
+                             f"plans, samples={samples}, max_samples={max_samples}, "
                              f"budget={budget}, horizon={horizon}")
         self.plans = list(plans)
-        self.samples, self.budget, self.horizon = samples, budget, horizon
+        self.samples, self.max_samples = samples, max_samples
+        self.budget, self.horizon = budget, horizon
         self.predicted = list(predicted) if predicted is not None else None
         self.times: dict[int, list[float]] = {i: [] for i in range(len(self.plans))}
+        self.probe: float | None = None  # the first plan's first timed run
         self.calls: list[tuple[int, float | None]] = []  # (plan, seconds or None: untimed)
         self.alive = list(range(len(self.plans)))
+        self.rounds = 0  # timed rounds completed
         self.winner: P | None = self.plans[0] if len(self.plans) == 1 else None
 
     @property
     def done(self) -> bool:
         return self.winner is not None
 
+    @property
+    def max_calls(self) -> int:
+        """Calls the race takes at most: first runs, the probe and the rounds."""
+        return len(self.plans) * (1 + self.max_samples) + 1
+
     def next_call(self) -> tuple[P, bool]:
         """(plan to run now, whether to time it). After the race: (winner, False)."""
         if self.winner is not None:
             return self.winner, False
-        if len(self.calls) == 1 and self.calls[0] == (0, None) and not self.times[0]:
-            return self.plans[0], True  # the predicted best's measured run comes first
+        if self.calls == [(0, None)]:
+            return self.plans[0], True  # the probe
         called = {index for index, _ in self.calls}
         for index in list(self.alive):  # a plan's first run pays one-off costs: not timed
             if index not in called:
@@ -89,89 +124,141 @@ class Race(Generic[P]):
                     continue
                 self.calls.append((index, None))
                 return self.plans[index], False
-        if self._settle():
-            return self.winner, False
-        while True:
-            index = min(self.alive, key=lambda i: (len(self.times[i]), i))
+        while not self._end_rounds():
+            index = self._due()
             if not self._over_budget(index):
                 return self.plans[index], True
             self.alive.remove(index)
-            if self._settle():
-                return self.winner, False
+        return self.winner, False
 
     def record(self, plan: P, seconds: float) -> None:
-        """Seconds of the last timed call of `plan`; may lock in the winner."""
+        """Seconds of the last timed call of `plan`; may end a round and lock in the
+        winner."""
         if self.winner is not None:
             return
         index = self.plans.index(plan)
-        self.times[index].append(float(seconds))
         self.calls.append((index, float(seconds)))
-        self._drop_slow()
-        self._settle()
+        if self.probe is None and index == 0 and len(self.calls) == 2:
+            self.probe = float(seconds)
+            return
+        self.times[index].append(float(seconds))
+        self._end_rounds()
 
-    def _settle(self) -> bool:
-        finished = all(len(self.times[i]) >= self.samples for i in self.alive)
-        if len(self.alive) == 1 or finished:
-            self.winner = self.plans[self._best()]
+    def _due(self) -> int:
+        """The next candidate of the current round. Each round starts one candidate
+        later, the first with the second plan: the first plan's third run (after its
+        first run and probe) then comes after the others were measured, so the budget
+        can stop it (with the first round starting at the decision, a default 3.8x
+        slower than the best cost 8.5% of 100 iterations). No plan runs twice in a
+        row, except, with two candidates, the second plan's first timed run right after
+        its untimed one (two simply alternate, the second first)."""
+        shift = 1 if len(self.alive) == 2 else (self.rounds + 1) % len(self.alive)
+        order = self.alive[shift:] + self.alive[:shift]
+        return next(i for i in order if len(self.times[i]) <= self.rounds)
+
+    def _end_rounds(self) -> bool:
+        """Close every round all candidates have run (pruning after each); True once
+        the winner is locked in."""
+        if len(self.alive) == 1:
+            self.winner = self.plans[self.alive[0]]
+        while self.winner is None and all(len(self.times[i]) > self.rounds
+                                          for i in self.alive):
+            self.rounds += 1
+            self._prune()
+            if len(self.alive) == 1:
+                self.winner = self.plans[self.alive[0]]
+            elif self.rounds >= self.max_samples:
+                # still within the spread of the best: the first plan (the decision)
+                # is left only for one measured beyond the noise
+                self.winner = self.plans[0 if 0 in self.alive else self._best()]
         return self.winner is not None
 
-    def _fastest(self, index: int) -> float:
-        return min(self.times[index])
+    def spread(self, index: int) -> float:
+        """The relative gap between `index`'s two fastest runs in rounds (0 with fewer
+        than two): how far apart two runs of the same plan fall here and now."""
+        runs = sorted(self.times[index])
+        return runs[1] / runs[0] - 1.0 if len(runs) >= 2 and runs[0] > 0 else 0.0
 
-    def _best(self) -> int:
-        timed = [i for i in self.alive if self.times[i]] or self.alive
-        return min(timed, key=lambda i: (self._fastest(i) if self.times[i] else 0.0, i))
-
-    def _drop_slow(self) -> None:
-        best = self._fastest(self._best())
-        for index in list(self.alive):
-            runs = self.times[index]
-            factor = _DROP_AFTER_ONE if len(runs) == 1 else _DROP_AFTER_MORE
-            if runs and min(runs) > factor * best:
+    def _prune(self) -> None:
+        """After round `rounds`: drop the candidates slower than the best by more than
+        the round's threshold (gross after one round, clear after two, beyond the two
+        plans' spread once `samples` rounds are in)."""
+        best = self._best()
+        fastest = self._score(best)
+        for index in [i for i in self.alive if i != best]:
+            spread = max(self.spread(index), self.spread(best))
+            if self.rounds >= self.samples:
+                allowed = spread
+            elif self.rounds == 1:
+                allowed = _DROP_AFTER_ONE - 1.0
+            else:
+                allowed = max(_DROP_MARGIN, spread)
+            if self._score(index) > (1.0 + allowed) * fastest:
                 self.alive.remove(index)
 
+    def _score(self, index: int) -> float:
+        """What candidates are compared by: the median of their runs in rounds."""
+        return statistics.median(self.times[index]) if self.times[index] else math.inf
+
+    def _best(self) -> int:
+        """The candidate with the lowest median in rounds (ties: the earlier plan)."""
+        return min(self.alive, key=lambda i: (self._score(i), i))
+
+    # ---- cost: every timed call counts, the probe included
+
+    def _runs(self, index: int) -> list[float]:
+        return self.times[index] + ([self.probe] if index == 0 and self.probe is not None
+                                    else [])
+
     def _reference(self) -> int | None:
-        """The plan overheads are counted against: the winner, else the best so far."""
+        """The plan overheads are counted against: the winner, else the fastest so far."""
         if self.winner is not None:
             return self.plans.index(self.winner)
-        timed = [i for i in self.alive if self.times[i]]
-        return min(timed, key=lambda i: (self._fastest(i), i)) if timed else None
+        timed = [i for i in self.alive if self._runs(i)]
+        return min(timed, key=lambda i: (min(self._runs(i)), i)) if timed else None
 
     def budget_s(self) -> float:
         """Seconds of overhead allowed: `budget` x `horizon` runs of the best so far."""
         best = self._reference()
-        if best is None or not self.times[best]:
+        if best is None or not self._runs(best):
             return float("inf")
-        return self.budget * self.horizon * statistics.median(self.times[best])
+        return self.budget * self.horizon * statistics.median(self._runs(best))
 
     def overhead_s(self) -> float:
         """What the calls so far took beyond as many calls of the reference plan (the
-        winner, once locked in); an untimed call counts at its plan's median (0 extra
-        when that plan was never timed)."""
+        winner, once locked in); an untimed call counts at its plan's median, or, for a
+        plan never timed, at its predicted seconds (0 extra without a prediction)."""
         best = self._reference()
-        if best is None or not self.times[best]:
+        if best is None or not self._runs(best):
             return 0.0
-        base = statistics.median(self.times[best])
+        base = statistics.median(self._runs(best))
         extra = 0.0
         for index, seconds in self.calls:
             if seconds is None:
-                seconds = statistics.median(self.times[index]) if self.times[index] else base
+                runs = self._runs(index)
+                seconds = statistics.median(runs) if runs else self._predicted_s(index, base)
             extra += seconds - base
         return extra
 
+    def _predicted_s(self, index: int, otherwise: float) -> float:
+        """`index`'s seconds by the models' cost ratio to the first plan, from its probe
+        (`otherwise` without a prediction or probe)."""
+        if self.predicted is None or self.probe is None or self.predicted[0] <= 0:
+            return otherwise
+        return self.probe * self.predicted[index] / self.predicted[0]
+
     def _predicted_over_budget(self, index: int) -> bool:
-        """Whether `index`'s first run, predicted from the first plan's measured run and
-        the models' cost ratio, would pass the budget."""
-        if self.predicted is None or not self.times[0] or self.predicted[0] <= 0:
+        """Whether `index`'s first run, predicted from the probe and the models' cost
+        ratio, would pass the budget."""
+        if self.predicted is None or self.probe is None or self.predicted[0] <= 0:
             return False
-        first = self._fastest(0)
-        expected = first * (self.predicted[index] / self.predicted[0] - 1.0)
+        expected = self._predicted_s(index, self.probe) - self.probe
         return self.overhead_s() + max(expected, 0.0) > self.budget_s()
 
     def _over_budget(self, index: int) -> bool:
         best = self._reference()
-        if best is None or not self.times[best] or not self.times[index] or index == best:
+        if best is None or index == best or not self._runs(index):
             return False
         # what one more run is expected to cost, from the runs least hit by noise
-        expected = self._fastest(index) - self._fastest(best)
+        expected = min(self._runs(index)) - min(self._runs(best))
         return self.overhead_s() + max(expected, 0.0) > self.budget_s()

@@ -56,14 +56,14 @@ def _steps(layer, graph, x, steps):
                                          torch.zeros(0, dtype=torch.long), 7)],
                          ids=["rmat", "no-edges"])
 def test_measuring_runs_every_candidate_and_keeps_the_default_values(settings, make, graph):
-    settings(measure="always", samples=2, budget=10.0)
+    settings(measure="always", samples=2, max_samples=2, budget=10.0)  # <= 12 calls
     torch.manual_seed(0)
     layer = make().double()
     reference = make().double()
     reference.load_state_dict(layer.state_dict())
     reference.plan = "default"
     x = torch.randn(graph.num_nodes, 12, dtype=torch.float64)
-    outs, grads = _steps(layer, graph, x, 8)
+    outs, grads = _steps(layer, graph, x, 12)
     want_outs, want_grads = _steps(reference, graph, x, 1)
     for out, grad in zip(outs, grads):
         torch.testing.assert_close(out, want_outs[0], rtol=1e-9, atol=1e-10)
@@ -122,7 +122,7 @@ def test_a_fingerprint_mismatch_measures(settings):
 def test_an_eval_layer_called_with_autograd_on_still_locks_in_a_plan(settings):
     """Inference written without torch.no_grad(): nobody differentiates the output, so
     the race times forwards (waiting for a backward, it never ended)."""
-    settings(measure="always", samples=2, budget=10.0)
+    settings(measure="always", samples=2, max_samples=2, budget=10.0)  # <= 12 calls
     graph = rmat(6, 300, seed=3)
     layer = GCNConv(8, 32).eval()
     x = torch.randn(graph.num_nodes, 8)
@@ -177,6 +177,16 @@ def test_optimize_takes_one_block_per_layer():
         optimize(model, blocks[:1], cost_model=AnalyticModel())
     x = torch.randn(blocks[0].num_src_nodes, 16)
     assert model(blocks, x).shape == (10, 3)
+
+
+def test_the_race_starts_with_the_decision_then_the_cheapest_predictions():
+    from gnnforge.plan._auto import _MAX_RACERS, _racing_order
+
+    assert _racing_order(0, [0, 1, 2], [3.0, 1.0, 2.0]) == [0, 1, 2]
+    assert _racing_order(2, [0, 1], [1.0, 5.0, 2.0]) == [2, 0, 1]
+    many = list(range(_MAX_RACERS + 2))
+    costs = [float(j) for j in many]
+    assert _racing_order(many[-1], many, costs) == [many[-1], *many[:_MAX_RACERS - 1]]
 
 
 def test_the_current_fingerprint_follows_the_backend_in_force():
