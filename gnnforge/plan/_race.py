@@ -52,13 +52,6 @@ _DROP_MARGIN = 0.10
 # run at 1.5-2.4x the best's in the planner benchmark (GAT/SAGE 256 -> 32 and 32 -> 256):
 # 0.5-1.4% of 100 iterations, more than the race's whole budget allows the slow plans.
 _DROP_AFTER_ONE_AGREED = 1.5
-# The decision (`keep`) leaves after `samples` rounds only for a plan faster by more than
-# this, and more than the two plans' spread: the spread of a few runs understates the
-# noise of their medians (the planner benchmark's medians of the odd and even rounds of
-# one plan differ by up to 10-13%, 90% quantile), and a race that swapped a near-equal
-# default for a plan 4-14% slower by the benchmark's later runs did so on gaps of a few
-# percent (GAT and SAGE 256 -> 256, where both orders aggregate the same width).
-_KEEP_MARGIN = 0.05
 
 
 class Race(Generic[P]):
@@ -211,7 +204,7 @@ class Race(Generic[P]):
         for index in [i for i in self.alive if i != best]:
             spread = max(self.spread(index), self.spread(best))
             if self.rounds >= self.samples:
-                allowed = max(spread, _KEEP_MARGIN) if index == self.keep else spread
+                allowed = spread
             elif self.rounds == 1:
                 allowed = (_DROP_AFTER_ONE_AGREED if self._predicted_slower(index, best)
                            else _DROP_AFTER_ONE) - 1.0
