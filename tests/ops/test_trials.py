@@ -114,6 +114,21 @@ def test_after_a_few_graphs_new_graphs_run_the_most_frequent_winner(calibrated):
     assert calls == ["native:sse2"]
 
 
+def test_a_verdict_holds_for_graphs_of_its_size_only(calibrated):
+    calls, runner = calibrated
+    for graph in range(_trials._GRAPHS_PER_CLASS):          # large graphs: SSE2 wins
+        _trials.run(SUM64, (20 + graph,), 64 * BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64, 64 * BIG) == "native:sse2"
+    assert _trials.class_choice(SUM64, 96 * BIG) == "native:sse2"  # same power-of-4 bucket
+    assert _trials.class_choice(SUM64, BIG) == "numba"       # no verdict there: calibrated
+    calls.clear()
+    # A graph 64x smaller is timed on its own, and numba wins there.
+    assert _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0})).ran \
+        == "numba"
+    assert set(calls) == {"numba", "native:sse2"}
+    assert [_trials.size_bucket(w) for w in (1, 3, 4, 15, 16)] == [0, 1, 1, 2, 2]
+
+
 @pytest.mark.parametrize("how", ["environment", "deterministic"])
 def test_trials_can_be_turned_off(calibrated, monkeypatch, how):
     calls, runner = calibrated
@@ -192,10 +207,10 @@ def test_a_graph_without_edges_runs_untimed(every_candidate_contends):
 
 def test_the_class_choice_follows_the_verdict_once_there_is_one(calibrated):
     calls, runner = calibrated
-    assert _trials.class_choice(SUM64) == "numba"
+    assert _trials.class_choice(SUM64, BIG) == "numba"
     for graph in range(_trials._GRAPHS_PER_CLASS + 1):
         _trials.run(SUM64, (20 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
-    assert _trials.class_choice(SUM64) == "native:sse2"
+    assert _trials.class_choice(SUM64, BIG) == "native:sse2"
 
 
 def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
@@ -203,7 +218,7 @@ def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
     _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))   # numba here
     for graph in range(1, _trials._GRAPHS_PER_CLASS):
         _trials.run(SUM64, (30 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
-    assert _trials.class_choice(SUM64) == "native:sse2"
+    assert _trials.class_choice(SUM64, BIG) == "native:sse2"
     calls.clear()
     result = _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     assert result.ran == "numba"
