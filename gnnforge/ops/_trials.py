@@ -5,7 +5,8 @@ graph. Where two candidates come out close, the real graph decides: its degree
 distribution, locality and size differ from the representative one (restricted to AVX2,
 R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
 So the first call of such a class on a graph (its CSR arrays) runs every contender on the
-real input, back to back (`_WARMUP_RUNS` untimed, then `_TIMED_RUNS` timed calls each), keeps the
+real input (`_WARMUP_RUNS` untimed calls each, then `_TIMED_RUNS` rounds in which each
+contender runs an untimed and a timed call), keeps the
 fastest of those whose result has the same bits as the calibrated choice's (so a trial
 changes speed, never results) and returns its result; later calls on that graph run the
 winner directly.
@@ -149,22 +150,22 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     operations makes others differ in the last bits, e.g. copy mean native vs numba.)
     """
     seconds: dict[str, list[float]] = {name: [] for name in names}
-    differs: list[str] = []
-    reference = result = None
+    results: dict[str, Result] = {}
     for name in names:
-        # Each contender's timed runs follow its own calls, not another contender's:
-        # right after another kernel the same kernel measured up to 1.4x slower (Pubmed
-        # F=16: 0.22 vs 0.16 ms after itself).
         for _ in range(_WARMUP_RUNS):             # JIT, caches, the allocator's state
             call(name)
-        for _ in range(_TIMED_RUNS):
+    # Rounds over the contenders, so drift (a neighbour's burst) hits all of them alike;
+    # each timed call follows an untimed call of the same contender: right after another
+    # kernel the same kernel measured up to 1.4x slower (Pubmed F=16: 0.22 vs 0.16 ms
+    # after itself; the other runtime's threads still spin, the allocator's state moved).
+    for _ in range(_TIMED_RUNS):
+        for name in names:
+            call(name)
             start = _clock()
-            result = call(name)
+            results[name] = call(name)
             seconds[name].append(_clock() - start)
-        if name == names[0]:
-            reference = result
-        elif not _same_bits(result, reference):
-            differs.append(name)
+    reference = results[names[0]]
+    differs = [name for name in names[1:] if not _same_bits(results[name], reference)]
     eligible = [name for name in names if name not in differs]
     winner = min(eligible, key=lambda name: min(seconds[name]))
     with _lock:
@@ -176,9 +177,7 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
                          "calibrated": names[0], "different_bits": differs,
                          "ms": {name: round(1e3 * min(values), 4)
                                 for name, values in seconds.items()}})
-    if winner == names[0]:
-        return reference
-    return result if winner == names[-1] else call(winner)
+    return results[winner]
 
 
 def _same_bits(one: object, other: object) -> bool:
