@@ -10,6 +10,7 @@ after another method, the same kernel measured up to 1.5x slower (Pubmed F=16: 0
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from typing import Callable
@@ -17,12 +18,22 @@ from typing import Callable
 
 def interleaved_median_ms(methods: dict[str, Callable[[], object]],
                           repeats: int) -> dict[str, float]:
-    """Median milliseconds per method over `repeats` rounds, after one warm-up round."""
+    """Median milliseconds per method over `repeats` rounds, after one warm-up round.
+
+    Each round runs the methods in its own (seeded) random order, so no method always
+    follows the same one: a peer's runtime can leave threads spinning after its call
+    (DGL's OpenMP next to torch's), and in a fixed order the method after it always paid
+    for that.
+    """
     for call in methods.values():
         call()
+    names = list(methods)
     times: dict[str, list[float]] = {name: [] for name in methods}
-    for _ in range(repeats):
-        for name, call in methods.items():
+    for round_index in range(repeats):
+        order = list(names)
+        random.Random(round_index).shuffle(order)
+        for name in order:
+            call = methods[name]
             call()
             start = time.perf_counter()
             call()
