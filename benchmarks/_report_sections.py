@@ -96,6 +96,8 @@ SECTIONS: tuple[Section, ...] = (
         Run("memory", "Sampling memory vs graph size", ("benchmarks/scale_out.py", "memory")),
         Run("ranks", "Scale-out: 4 ranks on partitioned R-MAT 2^17",
             ("benchmarks/scale_out.py", "ranks")),
+        Run("overlap", "Scale-out: overlap of sampling and the feature-row exchange",
+            ("benchmarks/scale_out.py", "overlap")),
     )),
     Section("planner", "Composition planner", (
         Run("table3", "Planner vs fixed plans on held-out graphs, fitted kernels",

@@ -3,8 +3,10 @@
 Each op forward and forward+backward on Pubmed and on R-MAT 2^16 nodes / 2^20 edges, F=64
 (H=4 heads of 16 for the per-head ops), against DGL in the same run (default settings and
 with `dgl.use_libxsmm(False)`) and gnnforge's numba backend (what the native backend ran
-for these ops before). Every time is the median of --repeats runs after one warm-up run;
-ratios are DGL's time over gnnforge's (above 1: gnnforge faster).
+for these ops before). Every time is the median of --repeats rounds after one warm-up round;
+ratios are DGL's time over gnnforge's (above 1: gnnforge faster). The methods are timed in
+interleaved rounds, each timed call right after an untimed call of the same method
+(benchmarks/_interleaved.py).
 
     PYTHONPATH=$PWD /work/bench-venv/bin/python benchmarks/binary.py
     PYTHONPATH=$PWD /work/bench-venv/bin/python benchmarks/binary.py --variant sse2
@@ -28,7 +30,7 @@ from gnnforge.data import load_dataset, rmat, shared_datasets_dir
 from gnnforge.graph import Graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spmm import _median_ms  # noqa: E402  (the same timing as spmm.py)
+from _interleaved import interleaved_median_ms  # noqa: E402
 
 WIDTH, HEADS = 64, 4
 
@@ -166,8 +168,9 @@ def main(argv=None) -> int:
             inputs, call, dgl_name = OPS[op_name]
             operands = [tensors[name] for name in inputs]
             for backward in (False, True):
-                times = {m: _median_ms(make(call, dgl_name, operands, backward), args.repeats)
-                         for m, make in methods.items()}
+                times = interleaved_median_ms(
+                    {m: make(call, dgl_name, operands, backward) for m, make in methods.items()},
+                    args.repeats)
                 ratios = [f"{times[m] / times['gnnforge']:.2f}x" if m in times else "n/a"
                           for m in ("dgl", "dgl no-libxsmm")]
                 cells = " | ".join(f"{times[m]:.2f}" for m in header)

@@ -42,7 +42,8 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spmm import _load  # noqa: E402  (the same workloads and timing as spmm.py)
+from _interleaved import interleaved_median_ms  # noqa: E402
+from spmm import _load  # noqa: E402  (the same workloads as spmm.py)
 
 import gnnforge.ops as ops  # noqa: E402
 from gnnforge.data import shared_datasets_dir  # noqa: E402
@@ -110,24 +111,6 @@ def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
     return methods
 
 
-def _interleaved_median_ms(methods, repeats: int) -> dict[str, float]:
-    """Median ms per method over `repeats` rounds that run every method once each, after
-    one warm-up round: drift and neighbours' bursts hit all methods alike. Each timed call
-    follows an untimed call of the same method, so its own inputs are as warm in cache
-    for every method: timed straight after another method, the same kernel measured up to
-    1.5x slower (Pubmed F=16: 0.30 vs 0.20 ms) depending on which method ran before it."""
-    for call in methods.values():
-        call()
-    times = {name: [] for name in methods}
-    for _ in range(repeats):
-        for name, call in methods.items():
-            call()
-            start = time.perf_counter()
-            call()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) * 1e3 for name, values in times.items()}
-
-
 def _chosen(kernel_class: KernelClass, new_trials: list[dict], earlier: str | None) -> str:
     """What the default path ran for `kernel_class` in a cell: the choice of the cell's
     first trial on the real input (`_trials`), else an earlier cell's on the same graph,
@@ -148,7 +131,7 @@ def grid(workloads, widths, repeats, dgl):
     for name, width, mode in tqdm(cells, desc="copy_u_sum cells", file=sys.stderr):
         methods = _methods(graphs[name], width, mode == "fwd+bwd", dgl, torch.int32)
         trials_before = len(_trials.trial_results())
-        ms = _interleaved_median_ms(methods, repeats)
+        ms = interleaved_median_ms(methods, repeats)
         candidates = [m for m in ms if m not in ("default", "sparse.mm", "dgl", "dgl generic")]
         best = min(candidates, key=ms.get)
         dgl_best = min((ms[m] for m in ("dgl", "dgl generic") if m in ms), default=float("nan"))
@@ -176,7 +159,8 @@ def selection_overhead(repeats: int = 3000) -> str:
                   torch.randint(0, 100, (300,), generator=generator), 100)
     x = torch.randn(100, 16, generator=generator)
     ops.copy_u_sum(graph, x)
-    chosen = _trials.class_choice(KernelClass("copy_lhs", "sum", "float32", "int32", 1))
+    chosen = _trials.class_choice(KernelClass("copy_lhs", "sum", "float32", "int32", 1),
+                                  graph.num_edges * 16)
 
     def per_call_us(function):
         function()

@@ -4,7 +4,9 @@ For 2-layer GCN (hidden 64), GAT (8 heads x 8, then 1 head) and SAGE-mean (hidde
 PubMed (its 500 features, 3 classes) and the GitHub MUSAE graph (37,700 nodes, 289,003
 undirected edges; random 128-wide features, its 2 classes), it times one training step
 (forward, cross-entropy, backward, Adam) and one inference forward, the median of
---repeats runs after two warm-up steps, for:
+--repeats interleaved rounds (benchmarks/_interleaved.py: each timed call right after an
+untimed call of the same model, the models in a new order each round) after a warm-up
+round, for:
 
     gnnforge   gnnforge.nn layers, default kernels (selection by measurement)
     dgl64/32   DGL 2.1 GraphConv(norm='both') / GATConv / SAGEConv('mean') on an int64 /
@@ -23,9 +25,9 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +36,9 @@ from tqdm import tqdm
 from gnnforge.data import load_dataset, shared_datasets_dir
 from gnnforge.graph import Graph
 from gnnforge.nn import GATConv, GCNConv, SAGEConv
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _interleaved import interleaved_median_ms  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- data
@@ -137,17 +142,6 @@ class Pyg(torch.nn.Module):
 # ----------------------------------------------------------------------------- timing
 
 
-def _median_ms(function, repeats: int) -> float:
-    for _ in range(2):
-        function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
 def _step(model, graph, x, y):
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 
@@ -219,8 +213,8 @@ def main(argv=None) -> int:
         difference = max(float((out - reference).abs().max())
                          for name, (_, _, out) in result.items() if name != "gnnforge")
         for mode, index in (("train", 0), ("infer", 1)):
-            ms = {name: _median_ms(runs_[index], args.repeats)
-                  for name, runs_ in result.items()}
+            ms = interleaved_median_ms({name: runs_[index] for name, runs_ in result.items()},
+                                       args.repeats)
             peers = [value for name, value in ms.items() if name != "gnnforge"]
             rows.append([dataset, kind, mode, *(f"{ms.get(n, float('nan')):.2f}"
                                                 for n in ("gnnforge", "dgl64", "dgl32", "pyg")),

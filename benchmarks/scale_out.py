@@ -2,6 +2,7 @@
 
     python benchmarks/scale_out.py memory     # sampling peak memory, 2^18 .. 2^22 nodes
     python benchmarks/scale_out.py ranks      # 4 torchrun ranks on R-MAT 2^17, F=128
+    python benchmarks/scale_out.py overlap    # the same, cooperative: what overlap buys
 
 `memory`: two graph families, 2^18 .. 2^22 nodes with 8 edges per node. "rmat": an R-MAT
 of each size, seeds uniform over it (its sampled minibatches grow with the graph: on a
@@ -26,6 +27,11 @@ same launches on a 2^10-node R-MAT measure the constant of the memory target. Pe
 details go to stderr; stdout has the table and the target checks. Memory and counts are
 reliable on a shared machine; epoch times are not (other jobs share the cores): compare
 same-run ratios.
+
+`overlap`: the 4 cooperative ranks of `ranks` with prefetching off, and on with the input
+feature rows' all_to_all blocking (`--no-async-exchange`) or issued with async_op=True
+(the default), in rounds that rotate the launch order; it reports each launch's median
+epoch time and its ratio to the blocking exchange in the same round.
 """
 
 from __future__ import annotations
@@ -246,13 +252,15 @@ def _partition_tiny(out: Path, parts: int) -> None:
 
 
 def _train(data: Path, ranks: int, mode: str, prefetch: int, out: Path, args,
-           batch_size: int, fixed_threshold: bool = False) -> dict:
+           batch_size: int, fixed_threshold: bool = False, async_exchange: bool = True) -> dict:
     torchrun = Path(sys.executable).with_name("torchrun")
     command = [str(torchrun), "--standalone", "--nproc-per-node", str(ranks), "-m", "gnnforge",
                "train", "--task", "node", "--mode", "sampled", "--partitioned", str(data),
                "--distributed", mode, "--prefetch", str(prefetch), "--epochs", str(args.epochs),
                "--fanouts", "10,10,10", "--layers", "3", "--batch-size", str(batch_size),
                "--hidden", "64", "--no-progress", "--out-dir", str(out)]
+    if not async_exchange:
+        command.append("--no-async-exchange")
     shutil.rmtree(out, ignore_errors=True)
     # The opt-in fixed mmap threshold (gnnforge/distributed/_memory.py) for one row.
     extra = {"GNNFORGE_MMAP_THRESHOLD": "131072"} if fixed_threshold else {}
@@ -264,6 +272,7 @@ def _train(data: Path, ranks: int, mode: str, prefetch: int, out: Path, args,
     seconds = [row["train_seconds"] for row in epochs]
     return {"ranks": ranks, "mode": mode, "prefetch": prefetch, "lines": lines,
             "batch_size": batch_size, "fixed_threshold": fixed_threshold,
+            "async_exchange": async_exchange,
             "epoch_seconds": seconds,
             # The first epoch also loads numba's cached kernels and fills the page cache.
             "median_seconds": statistics.median(seconds[1:] or seconds),
@@ -379,6 +388,40 @@ def ranks(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def overlap(args) -> None:
+    """4 cooperative ranks on the 4-part R-MAT 2^17: prefetching off, and on with the input
+    rows' all_to_all blocking or asynchronous; `--repeats` rounds, the order rotated."""
+    work = Path(args.dir or tempfile.mkdtemp(prefix="gnnforge-overlap-"))
+    work.mkdir(parents=True, exist_ok=True)
+    four = work / "rmat-4"
+    _partition(four, 4)
+    configs = [("prefetch 0", 0, True), ("prefetch 1, blocking row exchange", 1, False),
+               ("prefetch 1, async row exchange", 1, True)]
+    print(f"4 cooperative ranks on R-MAT 2^17 (4 METIS parts, F=128), NS [10, 10, 10], 3 SAGE "
+          f"layers of width 64, global batch {4 * args.batch_size}, {args.epochs} epochs per "
+          f"launch; epoch time: median of the epochs after the first; {args.repeats} rounds, "
+          "each running the three launches in a rotated order.\n")
+    seconds: dict[str, list[float]] = {name: [] for name, _, _ in configs}
+    for round_ in range(args.repeats):
+        shift = round_ % len(configs)
+        for name, prefetch, async_exchange in configs[shift:] + configs[:shift]:
+            run = _train(four, 4, "cooperative", prefetch, work / "out-overlap", args,
+                         4 * args.batch_size, async_exchange=async_exchange)
+            seconds[name].append(run["median_seconds"])
+            print(f"round {round_ + 1}, {name}: epoch seconds "
+                  f"{[round(x, 2) for x in run['epoch_seconds']]}", file=sys.stderr, flush=True)
+    base = seconds[configs[1][0]]
+    print("| launch | epoch (s), per round | median | vs blocking row exchange (same round, "
+          "median) |")
+    print("|---|---|---:|---:|")
+    for name, _, _ in configs:
+        ratios = [a / b for a, b in zip(seconds[name], base)]
+        print(f"| {name} | {', '.join(f'{x:.2f}' for x in seconds[name])} | "
+              f"{statistics.median(seconds[name]):.2f} | {statistics.median(ratios):.2f}x |")
+    if not args.dir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "memory-build":
         _memory_build(sys.argv[2], int(sys.argv[3]), sys.argv[4])
@@ -400,8 +443,15 @@ def main() -> None:
     rk.add_argument("--epochs", type=int, default=4)
     rk.add_argument("--batch-size", type=int, default=1024)
     rk.add_argument("--timeout", type=int, default=3600, help="seconds per torchrun run")
+    ov = sub.add_parser("overlap", help="4 cooperative ranks: prefetching off, on with a "
+                        "blocking or an asynchronous feature-row exchange")
+    ov.add_argument("--dir", help="keep the partitions here (default: a temp dir)")
+    ov.add_argument("--epochs", type=int, default=4)
+    ov.add_argument("--batch-size", type=int, default=1024)
+    ov.add_argument("--repeats", type=int, default=2, help="rounds of the three launches")
+    ov.add_argument("--timeout", type=int, default=3600, help="seconds per torchrun run")
     args = parser.parse_args()
-    memory(args) if args.what == "memory" else ranks(args)
+    {"memory": memory, "ranks": ranks, "overlap": overlap}[args.what](args)
 
 
 if __name__ == "__main__":

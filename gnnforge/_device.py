@@ -3,10 +3,14 @@
 Samplers, packers and loaders build their tensors on the CPU; `to_device` hands them to the
 target device. Copies to a GPU go through page-locked (pinned) memory and are issued
 non-blocking, so they overlap the kernels already queued; a copy to the CPU is a no-op.
+`pin` does the page-locking alone, so a background thread can take it off the critical
+path. Under torchrun, `process_device` gives each process its own GPU (`cuda` means
+`cuda:LOCAL_RANK`, as DDP expects).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -14,7 +18,7 @@ if TYPE_CHECKING:  # torch loads only when a device is resolved: `--help` never 
     import torch
     from torch import Tensor
 
-__all__ = ["resolve_device", "to_device"]
+__all__ = ["pin", "process_device", "resolve_device", "to_device"]
 
 _PATTERN = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -44,10 +48,54 @@ def resolve_device(text: str | torch.device, option: str = "--device") -> torch.
     return device
 
 
+def process_device(text: str | torch.device, option: str = "--device") -> torch.device:
+    """The device this process computes on: `text` resolved, one GPU per process under torchrun.
+
+    Under torchrun (LOCAL_RANK set) a bare 'cuda' means cuda:LOCAL_RANK: each process of
+    a node takes its own GPU, as DDP users expect (NCCL refuses two processes on one GPU).
+    An explicit 'cuda:N' is kept, unless several processes of the node would share it.
+    Without torchrun, or for 'cpu', this is `resolve_device(text)`.
+
+    Raises:
+        ValueError: one line naming `option`, the value and what this machine has.
+    """
+    import torch
+
+    device = resolve_device(text, option)
+    if device.type != "cuda" or "LOCAL_RANK" not in os.environ:
+        return device
+    local_rank = int(os.environ["LOCAL_RANK"])
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if device.index is not None:
+        if local_world > 1:
+            raise ValueError(f"{option} {text}: the {local_world} processes of this node would "
+                             f"all use cuda:{device.index}; use {option} cuda (each process "
+                             "takes cuda:LOCAL_RANK)")
+        return device
+    count = torch.cuda.device_count()
+    if local_rank >= count:
+        raise ValueError(f"{option} cuda: process LOCAL_RANK={local_rank} needs cuda:"
+                         f"{local_rank}, but this machine has {count} CUDA device(s); start "
+                         f"at most {count} processes per node")
+    return torch.device("cuda", local_rank)
+
+
+def pin(tensor: Tensor, device: torch.device) -> Tensor:
+    """`tensor` in page-locked memory when it will be copied from the CPU to a GPU, else
+    itself: the staging copy of `to_device`, done ahead (e.g. in a prefetching thread)."""
+    if device.type == "cuda" and tensor.device.type == "cpu":
+        import torch
+
+        with torch.cuda.device(device):  # no CUDA context on another GPU from this thread
+            return tensor.pin_memory()
+    return tensor
+
+
 def to_device(tensor: Tensor, device: torch.device) -> Tensor:
     """`tensor` on `device`; from the CPU to a GPU through pinned memory, non-blocking."""
     if tensor.device == device:
         return tensor
     if device.type == "cuda" and tensor.device.type == "cpu":
+        # pin_memory() returns a tensor that `pin` already page-locked as it is.
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)

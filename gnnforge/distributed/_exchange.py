@@ -2,7 +2,11 @@
 
 gloo on CPU implements `all_to_all_single` with uneven splits in torch 2.13 (checked; the
 list form `all_to_all` works too), so both ids and rows travel by `all_to_all_single`:
-first the per-peer counts, then the payload. NCCL runs the same calls on GPU.
+first the per-peer counts, then the payload. NCCL runs the same calls on GPU: under a
+'cpu:gloo,cuda:nccl' process group the backend follows the tensors, so ids and feature
+rows (CPU, from the samplers) go through gloo and embeddings of a model on a GPU through
+NCCL. `exchange_rows_async` issues a feature-row exchange with `async_op=True` and lets the
+caller go on (sampling the next minibatch) until it needs the rows.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-__all__ = ["ExchangePlan", "PeerError", "Traffic", "all_to_all_ids", "exchange", "traffic"]
+from gnnforge import _device
+
+__all__ = ["ExchangePlan", "PeerError", "PendingRows", "Traffic", "all_to_all_ids", "exchange",
+           "exchange_rows_async", "traffic"]
 
 T = TypeVar("T")
 
@@ -77,14 +84,21 @@ def collective(what: str, call: Callable[[], T]) -> T:
 def all_to_all_rows(rows: Tensor, send_counts: list[int], recv_counts: list[int], what: str,
                     group=None) -> Tensor:
     """Rows grouped by receiver (send_counts[q] to process q) -> rows grouped by sender."""
+    out, _ = _start_rows(rows, send_counts, recv_counts, what, group, async_op=False)
+    return out
+
+
+def _start_rows(rows: Tensor, send_counts: list[int], recv_counts: list[int], what: str,
+                group, async_op: bool) -> tuple[Tensor, object]:
+    """Issue the all_to_all of `rows`; (the output buffer, the Work handle when async)."""
     out = rows.new_empty((sum(recv_counts), *rows.shape[1:]))
-    collective(what, lambda: dist.all_to_all_single(out, rows.contiguous(), recv_counts,
-                                                    send_counts, group=group))
+    work = collective(what, lambda: dist.all_to_all_single(
+        out, rows.contiguous(), recv_counts, send_counts, group=group, async_op=async_op))
     rank = dist.get_rank(group)
     row_bytes = math.prod(rows.shape[1:]) * rows.element_size()
     _TRAFFIC.add((sum(send_counts) - send_counts[rank]) * row_bytes,
                  (sum(recv_counts) - recv_counts[rank]) * row_bytes)
-    return out
+    return out, work
 
 
 def all_to_all_ids(chunks: list[Tensor], what: str = "all_to_all of vertex ids",
@@ -125,6 +139,12 @@ class ExchangePlan:
     def num_src(self) -> int:
         return int(self.recv_order.numel())
 
+    def to(self, device: torch.device) -> ExchangePlan:
+        """The plan with its index tensors on `device`, where the embeddings it moves live
+        (the counts are Python lists: all_to_all takes its split sizes on the host)."""
+        return ExchangePlan(_device.to_device(self.recv_order, device), self.recv_counts,
+                            _device.to_device(self.send_index, device), self.send_counts)
+
     def remote_rows(self, rank: int) -> tuple[int, int]:
         """(rows sent to other processes, rows received from them)."""
         sent = sum(c for q, c in enumerate(self.send_counts) if q != rank)
@@ -161,3 +181,39 @@ def exchange(x: Tensor, plan: ExchangePlan, group=None) -> Tensor:
     `group`: the process group the plan was made on (None: the default group).
     """
     return _Exchange.apply(x, plan, group)
+
+
+class PendingRows:
+    """The block's source rows of an exchange in flight (`exchange_rows_async`); `wait`
+    gives them, in the order `exchange` would."""
+
+    def __init__(self, arrived: Tensor, work, plan: ExchangePlan, what: str) -> None:
+        self._arrived, self._work, self._plan, self._what = arrived, work, plan, what
+        self._rows: Tensor | None = None
+
+    def wait(self) -> Tensor:
+        """[n_src, ...] rows; blocks until the exchange is done (the first call only).
+
+        Raises:
+            PeerError: when a peer died or timed out.
+        """
+        if self._rows is None:
+            collective(self._what, self._work.wait)
+            plan, arrived = self._plan, self._arrived
+            rows = arrived.new_empty((plan.num_src, *arrived.shape[1:]))
+            rows[plan.recv_order] = arrived
+            self._rows, self._arrived, self._work = rows, None, None
+        return self._rows
+
+
+def exchange_rows_async(x: Tensor, plan: ExchangePlan, group=None) -> PendingRows:
+    """`exchange(x, plan, group)` without autograd, issued with `async_op=True`.
+
+    For rows that need no gradient (input features): the caller goes on with work that
+    does not need them (sampling the next minibatch) while they travel. Every process of
+    the group must issue it at the same point of its sequence of collectives on `group`.
+    """
+    what = "all_to_all of feature rows"
+    arrived, work = _start_rows(x[plan.send_index], plan.send_counts, plan.recv_counts, what,
+                                group, async_op=True)
+    return PendingRows(arrived, work, plan, what)

@@ -5,7 +5,8 @@ graph. Where two candidates come out close, the real graph decides: its degree
 distribution, locality and size differ from the representative one (restricted to AVX2,
 R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
 So the first call of such a class on a graph (its CSR arrays) runs every contender on the
-real input, back to back (`_WARMUP_RUNS` untimed, then `_TIMED_RUNS` timed calls each), keeps the
+real input (`_WARMUP_RUNS` untimed calls each, then `_TIMED_RUNS` rounds in which each
+contender runs an untimed and a timed call), keeps the
 fastest of those whose result has the same bits as the calibrated choice's (so a trial
 changes speed, never results) and returns its result; later calls on that graph run the
 winner directly.
@@ -13,9 +14,12 @@ winner directly.
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
 (at most `_MAX_CONTENDERS`); calls gathering fewer than `_MIN_WORK` elements (a few
 microseconds, where timing is noise) and classes with one contender run the calibrated
-choice. A class times its contenders on at most `_GRAPHS_PER_CLASS` graphs; after that
-(sampled minibatches: a new graph every step) every new graph runs the candidate that won
-most of those trials. Decisions live in this process only: they are about the user's
+choice. A class times its contenders on at most `_GRAPHS_PER_CLASS` graphs of each size
+(work in the same power-of-4 range: `size_bucket`); after that (sampled minibatches: a new graph
+every step, of about the same size) every new graph of that size runs the candidate that
+won most of those trials. Sizes are kept apart because the winner depends on them: on the
+2-core VM, Pubmed (1.4M gathered elements at F=16) preferred numba where R-MAT 2^17 (34M)
+preferred the SSE2 build, and one verdict for both ran Pubmed's backward on the loser. Decisions live in this process only: they are about the user's
 graphs, not the machine. `GNNFORGE_KERNEL_TRIALS=0`, or
 `torch.use_deterministic_algorithms(True)`, turns trials off (every call then runs the
 calibrated choice: which kernel runs does not depend on timings either).
@@ -50,9 +54,11 @@ Result = TypeVar("Result")
 GraphKey = tuple[int, ...]
 
 _lock = threading.Lock()
-_settled: dict[_autotune.KernelClass, str] = {}        # no (more) trials: run this
+SizeKey = tuple[_autotune.KernelClass, int]               # (class, size bucket)
+
+_settled: dict[SizeKey, str] = {}                          # no (more) trials: run this
 _by_graph: dict[tuple[_autotune.KernelClass, GraphKey], str] = {}
-_wins: dict[_autotune.KernelClass, collections.Counter] = {}
+_wins: dict[SizeKey, collections.Counter] = {}
 _results: list[dict] = []
 _clock = time.perf_counter
 
@@ -93,38 +99,44 @@ def run(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
         return call(_autotune.choice(kernel_class))
     decided = _by_graph.get((kernel_class, graph))     # this graph's own trial first
     if decided is None:
-        decided = _settled.get(kernel_class)
+        decided = _settled.get((kernel_class, size_bucket(work)))
     if decided is not None:
         return call(decided)
     if work < _MIN_WORK:
         return call(_autotune.choice(kernel_class))
     with _lock:
-        names = _names_for_new_graph(kernel_class)
+        names = _names_for_new_graph(kernel_class, work)
     if len(names) == 1:
         return call(names[0])
     return _trial(kernel_class, graph, work, names, call)
 
 
-def class_choice(kernel_class: _autotune.KernelClass) -> str:
-    """What a call of `kernel_class` on a graph without its own decision runs now: the
-    trials' verdict once the class has one, else the calibrated choice."""
-    return _settled.get(kernel_class) or _autotune.choice(kernel_class)
+def size_bucket(work: int) -> int:
+    """Calls whose work lies in the same power-of-4 range share a bucket (and a verdict)."""
+    return max(int(work), 1).bit_length() // 2
 
 
-def _names_for_new_graph(kernel_class: _autotune.KernelClass) -> list[str]:
+def class_choice(kernel_class: _autotune.KernelClass, work: int) -> str:
+    """What a call of `kernel_class` with `work` gathered elements, on a graph without
+    its own decision, runs now: the trials' verdict for that size once there is one, else
+    the calibrated choice."""
+    return _settled.get((kernel_class, size_bucket(work))) or _autotune.choice(kernel_class)
+
+
+def _names_for_new_graph(kernel_class: _autotune.KernelClass, work: int) -> list[str]:
     """The contenders to time on a new graph, or [the name to run] when none are left."""
     names = contenders(kernel_class)
     if len(names) == 1:
-        _settled[kernel_class] = names[0]
+        _settled[(kernel_class, size_bucket(work))] = names[0]
     return names
 
 
-def _settle_if_done(kernel_class: _autotune.KernelClass, names: list[str]) -> None:
-    """After `_GRAPHS_PER_CLASS` trials, the class's verdict: the candidate with most wins
-    (ties go to the calibration's order, its choice first)."""
-    wins = _wins[kernel_class]
+def _settle_if_done(size: SizeKey, names: list[str]) -> None:
+    """After `_GRAPHS_PER_CLASS` trials of a class at a size, its verdict there: the
+    candidate with most wins (ties go to the calibration's order, its choice first)."""
+    wins = _wins[size]
     if sum(wins.values()) >= _GRAPHS_PER_CLASS:
-        _settled[kernel_class] = max(names, key=lambda name: (wins[name], -names.index(name)))
+        _settled[size] = max(names, key=lambda name: (wins[name], -names.index(name)))
 
 
 def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
@@ -138,35 +150,34 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     operations makes others differ in the last bits, e.g. copy mean native vs numba.)
     """
     seconds: dict[str, list[float]] = {name: [] for name in names}
-    differs: list[str] = []
-    reference = result = None
+    results: dict[str, Result] = {}
     for name in names:
-        # Each contender's timed runs follow its own calls, not another contender's:
-        # right after another kernel the same kernel measured up to 1.4x slower (Pubmed
-        # F=16: 0.22 vs 0.16 ms after itself).
         for _ in range(_WARMUP_RUNS):             # JIT, caches, the allocator's state
             call(name)
-        for _ in range(_TIMED_RUNS):
+    # Rounds over the contenders, so drift (a neighbour's burst) hits all of them alike;
+    # each timed call follows an untimed call of the same contender: right after another
+    # kernel the same kernel measured up to 1.4x slower (Pubmed F=16: 0.22 vs 0.16 ms
+    # after itself; the other runtime's threads still spin, the allocator's state moved).
+    for _ in range(_TIMED_RUNS):
+        for name in names:
+            call(name)
             start = _clock()
-            result = call(name)
+            results[name] = call(name)
             seconds[name].append(_clock() - start)
-        if name == names[0]:
-            reference = result
-        elif not _same_bits(result, reference):
-            differs.append(name)
+    reference = results[names[0]]
+    differs = [name for name in names[1:] if not _same_bits(results[name], reference)]
     eligible = [name for name in names if name not in differs]
     winner = min(eligible, key=lambda name: min(seconds[name]))
     with _lock:
         _by_graph[(kernel_class, graph)] = winner
-        _wins.setdefault(kernel_class, collections.Counter())[winner] += 1
-        _settle_if_done(kernel_class, names)
+        size = (kernel_class, size_bucket(work))
+        _wins.setdefault(size, collections.Counter())[winner] += 1
+        _settle_if_done(size, names)
         _results.append({"class": kernel_class.key(), "work": work, "choice": winner,
                          "calibrated": names[0], "different_bits": differs,
                          "ms": {name: round(1e3 * min(values), 4)
                                 for name, values in seconds.items()}})
-    if winner == names[0]:
-        return reference
-    return result if winner == names[-1] else call(winner)
+    return results[winner]
 
 
 def _same_bits(one: object, other: object) -> bool:

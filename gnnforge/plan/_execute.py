@@ -9,6 +9,7 @@ edge weights `[E, H, 1]` against features `[N, H or 1, C]`. Weight leaves arrive
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -19,6 +20,7 @@ from gnnforge import ops
 from gnnforge.plan._ir import Node, is_block_diagonal, is_sparse
 from gnnforge.plan._primitives import (Composition, is_dynamic_propagation,
                                        is_fused_relation_sum)
+from gnnforge.plan._shared_products import shared_input_groups, source_of, worth_sharing
 
 __all__ = ["Structure", "evaluate", "gcn_structure"]
 
@@ -108,6 +110,8 @@ class _Evaluator:
         self.leaves = leaves
         self.memo: dict[Node, Tensor] = {}
         self.unscaled: dict[Node, Tensor] = {}  # dynamic Â: A (D^-1/2 M) before the left factor
+        self.rows_are_all = self.graph.num_dst_nodes == self.graph.num_src_nodes
+        self.shared = _shared_groups(composition.tree, self.rows_are_all)
 
     def value(self, node: Node) -> Tensor:
         if node not in self.memo:
@@ -218,7 +222,23 @@ class _Evaluator:
             return ops.copy_u_mean(self.graph, self.value(right))
         if left.kind in ("attention", "attention_v2"):
             return ops.u_mul_e_sum(self.graph, self.value(right), self.value(left))
+        if node in self.shared:
+            return self._shared_matmul(node)
         return _dense_matmul(self.value(left), self.value(right), left.kind == "weight")
+
+    def _shared_matmul(self, node: Node) -> Tensor:
+        """Every projection of node's input at once (`_shared_products`): one GEMM against
+        the weights side by side, each member's value a column slice of it."""
+        members = self.shared[node]
+        weights = [self.value(member.inputs[1]) for member in members]    # [1, I, O_k]
+        source = self.value(source_of(node, self.rows_are_all))           # [N, 1, I]
+        if not worth_sharing(source.shape[-1], [w.shape[-1] for w in weights],
+                             torch.is_grad_enabled() and any(w.requires_grad for w in weights)):
+            return _dense_matmul(self.value(node.inputs[0]), self.value(node.inputs[1]), False)
+        product = _dense_matmul(source, torch.cat(weights, dim=-1), False)
+        for member, part in zip(members, product.split([w.shape[-1] for w in weights], -1)):
+            self.memo[member] = part
+        return self.memo[node]
 
     # Â M for the two realisations of D^-1/2 A D^-1/2 (A weighted when edge_weight is set;
     # without degree factors Â is A itself and both realisations are one SpMM).
@@ -247,6 +267,11 @@ class _Evaluator:
                 scaled = self.value(right) * _rows(self.structure.inv_sqrt_src)
             self.unscaled[node] = self._spmm(scaled, self.structure.edge_weight)
         return self.unscaled[node]
+
+
+@lru_cache(maxsize=256)
+def _shared_groups(tree: Node, rows_are_all: bool) -> dict[Node, tuple[Node, ...]]:
+    return shared_input_groups(tree, rows_are_all)
 
 
 def _dense_matmul(left: Tensor, right: Tensor, left_is_weight: bool) -> Tensor:

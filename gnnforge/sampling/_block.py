@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from gnnforge._device import to_device
+from gnnforge import _device
 
 __all__ = ["Block"]
 
@@ -93,9 +93,22 @@ class Block:
         """The same block on `device` (samplers build blocks on the CPU); CPU to GPU through
         pinned memory, non-blocking. Cached formats are rebuilt there on first use."""
         device = torch.device(device)
-        move = lambda t: None if t is None else to_device(t, device)  # noqa: E731
-        return Block(move(self.src_nodes), move(self.rowptr), move(self.col),
-                     move(self.edge_ids), move(self.edge_weight))
+        # Looked up at call time, so tests can observe every handover (`_device.to_device`).
+        return self._map(lambda t: _device.to_device(t, device))
+
+    def pin(self, device: torch.device | str) -> Block:
+        """The same block in page-locked memory when `device` is a GPU (else itself): `to`'s
+        staging copy, done ahead, e.g. in a prefetching thread."""
+        device = torch.device(device)
+        return self if device.type != "cuda" else self._map(lambda t: _device.pin(t, device))
+
+    def _map(self, move) -> Block:
+        """A new block of move(tensor) for every tensor field (the cache is not carried)."""
+        def apply(tensor: Tensor | None) -> Tensor | None:
+            return None if tensor is None else move(tensor)
+
+        return Block(apply(self.src_nodes), apply(self.rowptr), apply(self.col),
+                     apply(self.edge_ids), apply(self.edge_weight))
 
     def __repr__(self) -> str:
         weighted = "" if self.edge_weight is None else ", weighted"

@@ -54,6 +54,8 @@ _HELP = {
                  "(local: torchrun's LOCAL_WORLD_SIZE; nodes then train independently)",
     "prefetch": "--partitioned: minibatches sampled and fetched ahead by a background thread "
                 "(0: off)",
+    "async_exchange": "--partitioned, cooperative: issue the input feature rows' all_to_all "
+                      "asynchronously, overlapping the next minibatch's sampling",
     "block_size": "varmisuse task: banded block size S (nodes per dense block)",
     "slots": "varmisuse task: nodes per batch, a multiple of --block-size",
     "backend": "varmisuse task: propagation the model trains with: sparse, banded or both "

@@ -9,7 +9,12 @@ shape. The counts come from torch._dynamo's counters, as deltas over the run:
   of the step (fullgraph: one frame, one graph).
 - graph_breaks: sum of `counters["graph_break"]` (0 by construction under fullgraph).
 - recompiles: frames beyond one per distinct input signature (shapes, dtypes, devices of
-  the tensors passed in): a compile that a shape change does not explain.
+  the tensors passed in; the model's mode, grad and autocast state): a compile that a
+  shape change does not explain.
+
+A call whose signature was compiled before skips dynamo's guard evaluation
+(`torch.compiler.set_stance(skip_guard_eval_unsafe=True)`): the signature already says
+which cached graph applies.
 """
 
 from __future__ import annotations
@@ -47,8 +52,17 @@ class CompiledLoss:
         self.start = dynamo_counts()
 
     def __call__(self, model: torch.nn.Module, *inputs: Any) -> torch.Tensor:
-        self.signatures.add(_signature(inputs))
-        return self.compiled(model, *inputs)
+        signature = (_state(model), _signature(inputs))
+        if signature not in self.signatures:
+            self.signatures.add(signature)
+            return self.compiled(model, *inputs)
+        # A signature compiled before: its graph is in dynamo's cache, so dynamo's guards
+        # need not run. They cost 0.27 ms per step of the main job (every parameter and
+        # module attribute is checked: 4% of its step), which made the compiled step 2%
+        # slower than the eager one on CPU. What else the guards check (the model's mode,
+        # grad and autocast state, its parameters' dtype and device) is in the signature.
+        with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
+            return self.compiled(model, *inputs)
 
     def counts(self) -> tuple[int, int, int]:
         """(frames, graph_breaks, recompiles) since this object was made."""
@@ -59,6 +73,15 @@ class CompiledLoss:
         """The run's last line: `compile: frames=N graph_breaks=M recompiles=K`."""
         frames, breaks, recompiles = self.counts()
         return f"compile: frames={frames} graph_breaks={breaks} recompiles={recompiles}"
+
+
+def _state(model: torch.nn.Module) -> tuple:
+    """What a compiled step depends on besides its inputs' shapes: train/eval mode, grad
+    mode, autocast, and the parameters' dtype and device."""
+    parameter = next(model.parameters(), None)
+    return (model.training, torch.is_grad_enabled(), torch.is_autocast_enabled("cpu"),
+            torch.is_autocast_enabled("cuda"),
+            None if parameter is None else (parameter.dtype, parameter.device))
 
 
 def _signature(value: Any) -> Any:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gnnforge._device import resolve_device
+from gnnforge._device import process_device
 
 __all__ = ["ConfigError", "TrainConfig", "load_config"]
 
@@ -86,6 +86,10 @@ class TrainConfig:
     cooperate: str = "all"
     # --partitioned: minibatches sampled and fetched ahead by a background thread (0: off).
     prefetch: int = 1
+    # --partitioned, cooperative: the input feature rows' all_to_all is issued with
+    # async_op=True and awaited only when the step needs them, so the prefetching thread
+    # samples the next minibatch meanwhile (off: a blocking exchange; same results).
+    async_exchange: bool = True
     # --task varmisuse: banded block size S, nodes per batch (a multiple of S) and the
     # propagation the model is trained with ('both' trains one model per backend). Sparse
     # by default: on a CPU a banded step (dense S x S block products) costs several
@@ -223,13 +227,9 @@ def validate(config: TrainConfig) -> None:
     _validate_varmisuse(config)
     _validate_dataset(config)
     try:
-        resolve_device(config.device)
+        process_device(config.device)  # under torchrun: this process's GPU (cuda:LOCAL_RANK)
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    if config.device != "cpu" and (config.distributed == "cooperative"
-                                   or config.partitioned is not None):
-        raise ConfigError(f"--device {config.device}: cooperative and partitioned training "
-                          "exchange CPU rows and run on the CPU in this build; use --device cpu")
     _validate_distributed(config)
     if config.compile and not (config.task == "graph"
                                or (config.task == "node" and config.mode == "full")
@@ -330,6 +330,8 @@ def _validate_partitioned(config: TrainConfig) -> None:
     if config.partitioned is None:
         if config.prefetch != 1:
             raise ConfigError("--prefetch applies to --partitioned runs only")
+        if not config.async_exchange:
+            raise ConfigError("--no-async-exchange applies to --partitioned runs only")
         return
     if config.task != "node" or config.mode != "sampled":
         raise ConfigError("--partitioned trains sampled minibatches: it needs --task node "

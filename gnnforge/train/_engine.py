@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from gnnforge._device import process_device
 from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
                                         load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
@@ -97,7 +98,10 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     if rank == 0:
         check_out_dir(out_dir)  # before the first epoch, not after it
     torch.manual_seed(config.seed)
-    model = task.build_model().to(config.device)  # the task moves its data (--device)
+    device = process_device(config.device)  # under torchrun: cuda means cuda:LOCAL_RANK
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)  # NCCL and Triton kernels use the current device
+    model = task.build_model().to(device)  # the task moves its data (--device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
     progress, history, best_state = _Progress(), [], None
@@ -112,8 +116,9 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     trained = model
     if world > 1 and _cooperative(task):
         _broadcast_parameters(model)  # gradients are all-reduced by hand after each step
-    elif world > 1:
-        trained = nn.parallel.DistributedDataParallel(model)
+    elif world > 1:  # CUDA parameters: gradients all-reduced by NCCL
+        trained = nn.parallel.DistributedDataParallel(
+            model, device_ids=None if device.index is None else [device.index])
     saver = _Saver(path, model, optimizer, task, config, rank, world)
     _plan_model(model, task, printer if rank == 0 else (lambda *_: None))
 

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge._device import process_device
 from gnnforge.graph import Graph, GraphBatch
 from gnnforge.packing import StaticBatch
 from gnnforge.train._compile import CompiledLoss
@@ -66,7 +67,7 @@ class GraphTask:
         self.compiled = CompiledLoss(self._loss_value) if config.compile else None
         # Packs are built on the CPU; off the CPU (or compiled) a batch reaches the model
         # as a StaticBatch with every array precomputed, copied over pinned memory.
-        self.device = torch.device(config.device)
+        self.device = process_device(config.device)  # under torchrun: cuda:LOCAL_RANK
         self._static = config.compile or self.device.type != "cpu"
         y = torch.stack([g.graph_data["y"] for g in graphs])
         self.multiclass = y.dim() == 1 and not y.is_floating_point()

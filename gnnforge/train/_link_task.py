@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge._device import to_device
+from gnnforge._device import process_device, to_device
 from gnnforge.graph import Graph
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._link_metrics import link_metrics
@@ -89,7 +89,7 @@ class LinkTask:
         self._order = torch.empty(0, dtype=torch.int64)
         self._removed = self._batches = 0
         # Sampling and negatives stay on the CPU; blocks, inputs and indices move (--device).
-        self.device = torch.device(config.device)
+        self.device = process_device(config.device)  # under torchrun: cuda:LOCAL_RANK
 
     def build_model(self) -> nn.Module:
         width = None if self.x is None else self.x.shape[1]

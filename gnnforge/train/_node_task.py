@@ -9,10 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gnnforge._device import to_device
+from gnnforge._device import process_device, to_device
 from gnnforge.graph import Graph
 from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._config import TrainConfig
+from gnnforge.train._handover import handover
 
 __all__ = ["NodeTask", "load_node_dataset"]
 
@@ -83,7 +84,7 @@ class NodeTask:
         self.train_nodes = torch.nonzero(graph.node_data["train_mask"]).flatten()
         self.name = f"node classification ({config.mode}-graph {config.model.upper()})"
         self.sampled = config.mode == "sampled"
-        self.device = torch.device(config.device)
+        self.device = process_device(config.device)  # under torchrun: cuda:LOCAL_RANK
         # The sampler reads the CPU graph; full-graph steps and evaluation use `device_graph`.
         self.device_graph = graph.to(self.device) if self.device.type != "cpu" else graph
         self.inputs = self._model_inputs(config)
@@ -155,11 +156,12 @@ class NodeTask:
         return self.sampler.batch(index) if self.sampled else None
 
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]:
-        if self.cooperative:
+        if self.cooperative:  # sampled and gathered on the CPU, handed over to the device
             share = batch.minibatch
-            logits = model(share.blocks, self.sampler.features(self.x, share.input_nodes),
-                           exchange=share.exchanges())
-            loss = F.cross_entropy(logits, self.y[share.seeds], reduction="sum")
+            on = handover(share.blocks, self.sampler.features(self.x, share.input_nodes),
+                          self.y[share.seeds], share.plans, share.group, self.device)
+            logits = model(on.blocks, on.x, exchange=on.exchanges)
+            loss = F.cross_entropy(logits, on.labels, reduction="sum")
             return loss / batch.global_size, batch.global_size
         if self.sampled:
             blocks, input_nodes, seeds = batch

@@ -33,7 +33,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge._device import process_device
+from gnnforge.distributed._exchange import PendingRows
 from gnnforge.train._config import ConfigError, TrainConfig
+from gnnforge.train._handover import OnDevice, handover, stage
 
 __all__ = ["PartitionedNodeTask"]
 
@@ -42,12 +45,14 @@ _EVAL_SEED_OFFSET = 7919  # evaluation keys differ from every training key
 
 @dataclass(frozen=True)
 class _Batch:
-    """One prepared minibatch: blocks, this process's input rows, labels, exchanges."""
+    """One prepared minibatch on the host: blocks, input rows (cooperative: the first
+    block's source rows, maybe still in flight), labels, the embedding exchanges' plans."""
 
     blocks: list
-    x: Tensor
+    x: Tensor | PendingRows
     labels: Tensor
-    exchanges: list | None
+    plans: list | None          # per layer; None for the input layer (exchanged already)
+    group: Any                  # the process group of the embedding exchanges
     global_size: int
     edges: int
     vertices: int       # sampled vertices of this process, summed over layers
@@ -84,6 +89,9 @@ class PartitionedNodeTask:
         if threshold is not None:
             fix_mmap_threshold(threshold)
         self.config = config
+        # Sampling and the id and feature-row exchanges stay on the CPU (gloo); the model,
+        # blocks, rows and labels move to this process's device (`_handover`).
+        self.device = process_device(config.device)
         self.independent = config.distributed == "independent"
         manifest = read_manifest(config.partitioned)
         self.coop = cooperation_groups("all" if self.independent else config.cooperate,
@@ -132,7 +140,7 @@ class PartitionedNodeTask:
     def _produce(self, seeds: Tensor, key_index: int, keys, group) -> _Batch:
         """Sample one minibatch and fetch its input rows (in the prefetch thread or not)."""
         from gnnforge.distributed import CooperativeSampler
-        from gnnforge.distributed._exchange import exchange
+        from gnnforge.distributed._exchange import exchange, exchange_rows_async
         from gnnforge.distributed._remote import fetch_rows, sample_remote
 
         data = self.data
@@ -144,7 +152,8 @@ class PartitionedNodeTask:
             x = fetch_rows(blocks[0].src_nodes, data.owner, self._rows,
                            int(data.features.shape[1]), group=group)
             labels = data.labels[data.local(seeds.numpy())]
-            return _Batch(blocks, x, labels, None, int(seeds.numel()),
+            blocks, x, labels = stage(blocks, x, labels, self.device)
+            return _Batch(blocks, x, labels, None, None, int(seeds.numel()),
                           sum(b.num_edges for b in blocks),
                           sum(b.num_src_nodes for b in blocks), blocks[0].num_src_nodes)
         local = seeds[torch.from_numpy(np.asarray(data.owner[seeds.numpy()]) == self.coop.rank)]
@@ -154,12 +163,14 @@ class PartitionedNodeTask:
         sampler = self._samplers[id(group)]
         minibatch = sampler.sample(data.in_edges, local, keys[key_index])
         owned_rows = self._rows(minibatch.input_nodes)
-        # Input features need no gradient: their exchange happens here, ahead of time.
-        x = exchange(owned_rows, minibatch.plans[0], group)
-        exchanges = [_identity, *minibatch.exchanges()[1:]]
+        # Input features need no gradient: their exchange happens here, ahead of time, and
+        # (--async-exchange) in flight while this thread samples the next minibatch.
+        x = (exchange_rows_async(owned_rows, minibatch.plans[0], group)
+             if self.config.async_exchange else exchange(owned_rows, minibatch.plans[0], group))
         labels = data.labels[data.local(local.numpy())]
-        blocks = minibatch.blocks
-        return _Batch(blocks, x, labels, exchanges, int(seeds.numel()),
+        blocks, _, labels = stage(minibatch.blocks, None, labels, self.device)
+        return _Batch(blocks, x, labels, [None, *minibatch.plans[1:]], minibatch.group,
+                      int(seeds.numel()),
                       sum(b.num_edges for b in blocks), sum(b.num_src_nodes for b in blocks),
                       int(minibatch.input_nodes.numel()))
 
@@ -214,13 +225,19 @@ class PartitionedNodeTask:
                                      dtype=torch.float64)
         return batch
 
+    def _on_device(self, batch: _Batch) -> OnDevice:
+        """The minibatch on the model's device (waits for input rows still in flight)."""
+        x = batch.x.wait() if isinstance(batch.x, PendingRows) else batch.x
+        return handover(batch.blocks, x, batch.labels, batch.plans, batch.group, self.device)
+
     def loss(self, model: nn.Module, batch: _Batch) -> tuple[Tensor, int]:
         world = dist.get_world_size()
-        logits = model(batch.blocks, batch.x, exchange=batch.exchanges)
+        on = self._on_device(batch)
+        logits = model(on.blocks, on.x, exchange=on.exchanges)
         if self.independent:
-            loss = F.cross_entropy(logits, batch.labels) / world
+            loss = F.cross_entropy(logits, on.labels) / world
             return loss, batch.global_size * world
-        share = F.cross_entropy(logits, batch.labels, reduction="sum") / batch.global_size
+        share = F.cross_entropy(logits, on.labels, reduction="sum") / batch.global_size
         return share / self.coop.count, batch.global_size * self.coop.count
 
     @torch.no_grad()
@@ -231,10 +248,12 @@ class PartitionedNodeTask:
         steps = self._eval_steps(split)
         counts = torch.zeros(2, dtype=torch.float64)
         for batch in self._batches(steps, self.eval_keys):
-            if batch.labels.numel() or batch.exchanges is not None:
-                logits = model(batch.blocks, batch.x, exchange=batch.exchanges)
-                counts += torch.tensor([float((logits.argmax(1) == batch.labels).sum()),
+            if batch.labels.numel() or batch.plans is not None:
+                on = self._on_device(batch)
+                logits = model(on.blocks, on.x, exchange=on.exchanges)
+                counts += torch.tensor([float((logits.argmax(1) == on.labels).sum()),
                                         float(batch.labels.numel())], dtype=torch.float64)
+                del on
             del batch  # before the next one is produced (without prefetching)
         model.train()
         dist.all_reduce(counts)
@@ -309,6 +328,3 @@ class PartitionedNodeTask:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         del state
 
-
-def _identity(x: Tensor) -> Tensor:
-    return x

@@ -117,10 +117,12 @@ def _single_process_reference(out_dir):
     return load_checkpoint(out_dir / "checkpoint.pt")["model"]
 
 
-@pytest.mark.parametrize("prefetch", [0, 2])
-def test_four_processes_on_parts_equal_one_process_on_the_graph(tmp_path, prefetch):
+@pytest.mark.parametrize("prefetch, async_exchange", [(0, True), (2, True), (2, False)])
+def test_four_processes_on_parts_equal_one_process_on_the_graph(tmp_path, prefetch,
+                                                                async_exchange):
     _write(tmp_path / "parts", method="metis")
-    options = _options(tmp_path / "parts", tmp_path / "coop", prefetch=prefetch)
+    options = _options(tmp_path / "parts", tmp_path / "coop", prefetch=prefetch,
+                       async_exchange=async_exchange)
     results = spawn(_train_partitioned, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
                     collective_timeout_s=120)
     for result in results:

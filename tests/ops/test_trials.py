@@ -47,7 +47,7 @@ def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
     assert _trials.contenders(SUM64) == ["numba", "native:sse2"]
     assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
     assert "mkl" not in calls                              # over 2x in calibration: not timed
-    assert calls.count("numba") == _trials._WARMUP_RUNS + _trials._TIMED_RUNS
+    assert calls.count("numba") == _trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS
     calls.clear()
     assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
     assert calls == ["native:sse2"]                        # decided: one call, no timing
@@ -61,7 +61,33 @@ def test_the_result_returned_is_the_winners(calibrated):
     # The winner is not the last one timed: its result comes from one more call.
     result = _trials.run(SUM64, (2,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     assert result.ran == "numba"
-    assert len(calls) == 2 * (_trials._WARMUP_RUNS + _trials._TIMED_RUNS)  # kept, not rerun
+    assert len(calls) == 2 * (_trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS)  # not rerun
+
+
+def test_timed_calls_run_in_rounds_each_after_its_own_untimed_call(calibrated):
+    calls, runner = calibrated
+    _trials.run(SUM64, (3,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    warm = 2 * _trials._WARMUP_RUNS
+    assert calls[:warm] == ["numba"] * _trials._WARMUP_RUNS + ["native:sse2"] * _trials._WARMUP_RUNS
+    assert calls[warm:] == ["numba", "numba", "native:sse2", "native:sse2"] * _trials._TIMED_RUNS
+
+
+def test_a_burst_during_a_trial_does_not_decide_it(calibrated, monkeypatch):
+    calls, runner = calibrated
+    # A neighbour's burst makes calls 7-12 three times slower. Timed back to back, it
+    # would cover all of SSE2's timed calls (8-10) and numba would win; in rounds SSE2
+    # (0.9x numba's cost) keeps a clean timed call and wins.
+    now = [0.0]
+    monkeypatch.setattr(_trials, "_clock", lambda: now[0])
+
+    def call(name):
+        calls.append(name)
+        burst = 3.0 if 7 <= len(calls) <= 12 else 1.0
+        now[0] += (0.9 if name == "native:sse2" else 1.0) * burst
+        result = torch.zeros(3)
+        result.ran = name
+        return result
+    assert _trials.run(SUM64, (4,), BIG, call).ran == "native:sse2"
 
 
 def test_a_faster_contender_with_other_bits_cannot_win(calibrated):
@@ -112,6 +138,21 @@ def test_after_a_few_graphs_new_graphs_run_the_most_frequent_winner(calibrated):
     assert _trials.run(SUM64, (99,), BIG, runner({"numba": 1.0, "native:sse2": 9.0})).ran \
         == "native:sse2"
     assert calls == ["native:sse2"]
+
+
+def test_a_verdict_holds_for_graphs_of_its_size_only(calibrated):
+    calls, runner = calibrated
+    for graph in range(_trials._GRAPHS_PER_CLASS):          # large graphs: SSE2 wins
+        _trials.run(SUM64, (20 + graph,), 64 * BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64, 64 * BIG) == "native:sse2"
+    assert _trials.class_choice(SUM64, 96 * BIG) == "native:sse2"  # same power-of-4 bucket
+    assert _trials.class_choice(SUM64, BIG) == "numba"       # no verdict there: calibrated
+    calls.clear()
+    # A graph 64x smaller is timed on its own, and numba wins there.
+    assert _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0})).ran \
+        == "numba"
+    assert set(calls) == {"numba", "native:sse2"}
+    assert [_trials.size_bucket(w) for w in (1, 3, 4, 15, 16)] == [0, 1, 1, 2, 2]
 
 
 @pytest.mark.parametrize("how", ["environment", "deterministic"])
@@ -192,10 +233,10 @@ def test_a_graph_without_edges_runs_untimed(every_candidate_contends):
 
 def test_the_class_choice_follows_the_verdict_once_there_is_one(calibrated):
     calls, runner = calibrated
-    assert _trials.class_choice(SUM64) == "numba"
+    assert _trials.class_choice(SUM64, BIG) == "numba"
     for graph in range(_trials._GRAPHS_PER_CLASS + 1):
         _trials.run(SUM64, (20 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
-    assert _trials.class_choice(SUM64) == "native:sse2"
+    assert _trials.class_choice(SUM64, BIG) == "native:sse2"
 
 
 def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
@@ -203,7 +244,7 @@ def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
     _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))   # numba here
     for graph in range(1, _trials._GRAPHS_PER_CLASS):
         _trials.run(SUM64, (30 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
-    assert _trials.class_choice(SUM64) == "native:sse2"
+    assert _trials.class_choice(SUM64, BIG) == "native:sse2"
     calls.clear()
     result = _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     assert result.ran == "numba"

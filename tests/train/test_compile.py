@@ -134,3 +134,33 @@ def test_compile_without_fixed_shapes_is_refused(options):
 
     with pytest.raises(ConfigError, match="--compile needs fixed shapes"):
         load_config({**options, "compile": True})
+
+
+def test_a_known_signature_skips_the_guards_and_a_new_mode_compiles(tmp_path, monkeypatch):
+    """Calls of a compiled signature run without dynamo's guards; a change the guards would
+    catch (eval mode, no grad) is a new signature, compiled and equal to eager."""
+    task = _task(tmp_path, dropout=0.5)
+    task.compiled = CompiledLoss(task._loss_value, backend="aot_eager")
+    stances: list[bool] = []
+    original = torch.compiler.set_stance
+
+    def recording(*args, **kwargs):
+        stances.append(kwargs.get("skip_guard_eval_unsafe", False))
+        return original(*args, **kwargs)
+    monkeypatch.setattr(torch.compiler, "set_stance", recording)
+    torch.manual_seed(0)
+    model = task.build_model().double()
+    task.start_epoch(0)
+    batch = StaticBatch.from_batch(task.batch(0))
+    task.compiled(model, batch).backward()
+    task.compiled(model, batch).backward()
+    assert stances == [True]                  # the second call only
+    model.eval()
+    with torch.no_grad():
+        compiled = task.compiled(model, batch)
+        torch.testing.assert_close(compiled, task._loss_value(model, batch), rtol=1e-9,
+                                   atol=1e-12)
+        task.compiled(model, batch)
+    assert stances == [True, True]
+    frames, breaks, recompiles = task.compiled.counts()
+    assert (frames, breaks, recompiles) == (2, 0, 0)
