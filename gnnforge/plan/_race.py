@@ -22,8 +22,8 @@ round the candidates clearly slower than the best leave (after one round only gr
 losers, 4x: a single run may have been preempted; later, those slower by more than 10%
 and their spread); after `samples` rounds every candidate whose gap to the best
 exceeds the two plans' spread leaves, and while one remains within it, another round
-decides (up to `max_samples`; then the first plan, the models' decision, stays if it is
-still in, else the best). Near-equal candidates cost almost nothing per extra round,
+decides (up to `max_samples`; then the models' decision, `keep`, stays if it is still
+in, else the best). Near-equal candidates cost almost nothing per extra round,
 which is where extra rounds are spent. The overhead is counted against the
 winner's median, which includes the noise.
 """
@@ -46,6 +46,12 @@ P = TypeVar("P")
 # these rules, bounds what slow candidates cost.
 _DROP_AFTER_ONE = 4.0
 _DROP_MARGIN = 0.10
+# After one round, a run this much slower than the best's drops its candidate when the
+# cost models also predicted it slower than the best: two independent signs, where a
+# preempted lone run is one. Keeping such a candidate for a second round cost one more
+# run at 1.5-2.4x the best's in the planner benchmark (GAT/SAGE 256 -> 32 and 32 -> 256):
+# 0.5-1.4% of 100 iterations, more than the race's whole budget allows the slow plans.
+_DROP_AFTER_ONE_AGREED = 1.5
 
 
 class Race(Generic[P]):
@@ -75,21 +81,30 @@ class Race(Generic[P]):
         max_samples: timed rounds at most, when the best two stay within their spread
             (default samples + 2: each extra round costs what the candidates still
             in it take beyond the best).
+        keep: the plan kept when no other is measured faster beyond the noise (the
+            models' decision), which need not run first: the auto layers run the
+            cheapest prediction first, so a slow decision (the default when in doubt)
+            runs once untimed and then only in rounds, where pruning and the budget
+            stop it, instead of twice before any comparison (its first run and the
+            probe: 2.7 iterations of the best each, at 3.7x, once).
 
     Raises:
-        ValueError: with no plans, samples < 1, max_samples < samples, a negative budget
-            or horizon < 1.
+        ValueError: with no plans, samples < 1, max_samples < samples, a negative budget,
+            horizon < 1 or `keep` not an index of `plans`.
     """
 
     def __init__(self, plans: Sequence[P], samples: int = 3, budget: float = 0.02,
                  horizon: int = 100, predicted: Sequence[float] | None = None,
-                 max_samples: int | None = None) -> None:
+                 max_samples: int | None = None, keep: int = 0) -> None:
         max_samples = samples + 2 if max_samples is None else max_samples
-        if not plans or samples < 1 or max_samples < samples or budget < 0 or horizon < 1:
+        if (not plans or samples < 1 or max_samples < samples or budget < 0 or horizon < 1
+                or not 0 <= keep < len(plans)):
             raise ValueError(f"Race: need at least one plan, samples >= 1, max_samples >= "
-                             f"samples, budget >= 0 and horizon >= 1; got {len(plans)} "
-                             f"plans, samples={samples}, max_samples={max_samples}, "
-                             f"budget={budget}, horizon={horizon}")
+                             f"samples, budget >= 0, horizon >= 1 and 0 <= keep < plans; "
+                             f"got {len(plans)} plans, samples={samples}, max_samples="
+                             f"{max_samples}, budget={budget}, horizon={horizon}, "
+                             f"keep={keep}")
+        self.keep = keep
         self.plans = list(plans)
         self.samples, self.max_samples = samples, max_samples
         self.budget, self.horizon = budget, horizon
@@ -168,9 +183,10 @@ class Race(Generic[P]):
             if len(self.alive) == 1:
                 self.winner = self.plans[self.alive[0]]
             elif self.rounds >= self.max_samples:
-                # still within the spread of the best: the first plan (the decision)
-                # is left only for one measured beyond the noise
-                self.winner = self.plans[0 if 0 in self.alive else self._best()]
+                # still within the spread of the best: the decision (`keep`) is left
+                # only for one measured beyond the noise
+                self.winner = self.plans[self.keep if self.keep in self.alive
+                                         else self._best()]
         return self.winner is not None
 
     def spread(self, index: int) -> float:
@@ -190,7 +206,8 @@ class Race(Generic[P]):
             if self.rounds >= self.samples:
                 allowed = spread
             elif self.rounds == 1:
-                allowed = _DROP_AFTER_ONE - 1.0
+                allowed = (_DROP_AFTER_ONE_AGREED if self._predicted_slower(index, best)
+                           else _DROP_AFTER_ONE) - 1.0
             else:
                 allowed = max(_DROP_MARGIN, spread)
             if self._score(index) > (1.0 + allowed) * fastest:
@@ -201,8 +218,14 @@ class Race(Generic[P]):
         return statistics.median(self.times[index]) if self.times[index] else math.inf
 
     def _best(self) -> int:
-        """The candidate with the lowest median in rounds (ties: the earlier plan)."""
-        return min(self.alive, key=lambda i: (self._score(i), i))
+        """The candidate with the lowest median in rounds (ties: `keep`, then the earlier
+        plan)."""
+        return min(self.alive, key=lambda i: (self._score(i), i != self.keep, i))
+
+    def _predicted_slower(self, index: int, best: int) -> bool:
+        """Whether the cost models predicted `index` slower than `best` (False without
+        predictions)."""
+        return self.predicted is not None and self.predicted[index] > self.predicted[best]
 
     # ---- cost: every timed call counts, the probe included
 

@@ -119,6 +119,31 @@ def test_a_fingerprint_mismatch_measures(settings):
     assert entry.race is not None and "fingerprint mismatch" in entry.reason
 
 
+def test_a_candidate_aggregating_far_wider_and_predicted_slower_does_not_race(settings):
+    from gnnforge.plan._auto import _aggregated_width, _aggregates_far_wider
+
+    settings(measure="doubt", cost_model=AnalyticModel())  # a mismatch: all in doubt
+    graph = rmat(6, 300, seed=3)
+    gat = GATConv(8, 64)  # α(XW) aggregates at 64, (αX)W at 8: only the latter runs
+    gat(graph, torch.randn(graph.num_nodes, 8))
+    (entry,) = auto_plans(gat).values()
+    assert entry.race is None and "@ X) @ W)" in str(entry.plan)
+    gcn = GCNConv(8, 64)  # both realisations of Â aggregate at 8: those two race
+    gcn(graph, torch.randn(graph.num_nodes, 8))
+    (entry,) = auto_plans(gcn).values()
+    assert len(entry.race.plans) == 2
+    assert {p.norm for p in entry.race.plans} == {"precompute", "dynamic"}
+    symbols = {"I": 8, "O": 64, "H": 1, "D": 64, "Nd": 10, "Ns": 10, "E": 30}
+    # the regime's two orders (aggregating at 8) and the default (at 64)
+    assert sorted(_aggregated_width(p, symbols) for p in layer_candidates(gcn)) == \
+        [8, 8, 64]
+    # only with both signs: 4x the width and a higher predicted cost
+    assert _aggregates_far_wider(0, [0, 1], [64.0, 8.0], [2.0, 1.0])
+    assert not _aggregates_far_wider(0, [0, 1], [64.0, 8.0], [1.0, 2.0])
+    assert not _aggregates_far_wider(0, [0, 1], [24.0, 8.0], [2.0, 1.0])
+    assert not _aggregates_far_wider(0, [0, 1], [64.0, 0.0], [2.0, 1.0])  # no edges
+
+
 def test_an_eval_layer_called_with_autograd_on_still_locks_in_a_plan(settings):
     """Inference written without torch.no_grad(): nobody differentiates the output, so
     the race times forwards (waiting for a backward, it never ended)."""
@@ -179,14 +204,16 @@ def test_optimize_takes_one_block_per_layer():
     assert model(blocks, x).shape == (10, 3)
 
 
-def test_the_race_starts_with_the_decision_then_the_cheapest_predictions():
+def test_the_race_runs_the_cheapest_predictions_first_and_always_the_decision():
     from gnnforge.plan._auto import _MAX_RACERS, _racing_order
 
-    assert _racing_order(0, [0, 1, 2], [3.0, 1.0, 2.0]) == [0, 1, 2]
-    assert _racing_order(2, [0, 1], [1.0, 5.0, 2.0]) == [2, 0, 1]
+    assert _racing_order(0, [0, 1, 2], [3.0, 1.0, 2.0]) == [1, 2, 0]
+    assert _racing_order(2, [0, 1], [1.0, 5.0, 2.0]) == [0, 2, 1]
+    # the decision races even when the others in doubt fill the places: the cheapest
+    # of them, then the decision at its own place by cost
     many = list(range(_MAX_RACERS + 2))
     costs = [float(j) for j in many]
-    assert _racing_order(many[-1], many, costs) == [many[-1], *many[:_MAX_RACERS - 1]]
+    assert _racing_order(many[-1], many, costs) == [*many[:_MAX_RACERS - 1], many[-1]]
 
 
 def test_the_current_fingerprint_follows_the_backend_in_force():

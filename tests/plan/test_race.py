@@ -217,6 +217,46 @@ def test_with_noise_below_the_gap_and_no_budget_the_fastest_wins(speeds, samples
     assert speeds[plans.index(race.winner)] == min(speeds)
 
 
+def test_the_kept_plan_need_not_run_first():
+    # the decision (index 1) runs second; a tie after max_samples keeps it, not the
+    # plan that ran first
+    race = Race(["cheap", "decision"], samples=2, max_samples=2, budget=10.0, keep=1)
+    calls = _replay(race, {"cheap": [1.0] * 3, "decision": [1.0] * 2})
+    assert calls[:3] == [("cheap", False), ("cheap", True), ("decision", False)]
+    assert race.winner == "decision"
+    # measured faster beyond the noise, the first plan wins over the kept one
+    race = Race(["cheap", "decision"], samples=3, budget=10.0, keep=1)
+    _replay(race, {"cheap": [1.0] * 6, "decision": [1.3] * 5})
+    assert race.winner == "cheap"
+
+
+def test_a_slow_decision_run_after_the_cheapest_costs_two_runs_not_three():
+    # the default (the decision, 3.7x slower) ran first before: its first run and probe
+    # cost 2 x 2.7 runs of the best; run second it costs its first run and one timed
+    # run, and the models agreeing it is slower drop it after that one round
+    race = Race(["best", "default"], samples=3, budget=1.0, horizon=100,
+                predicted=[1.0, 1.2], keep=1)
+    calls = _run(race, {"best": 1.0, "default": 3.7})
+    assert calls.count("default") == 2 and race.winner == "best"
+    assert race.overhead_s() == pytest.approx(2 * 2.7)
+
+
+def test_after_one_round_a_moderate_loss_drops_only_when_the_models_agree():
+    # b's one run 1.8x a's: the models predicted b slower too, so b leaves
+    race = Race(["a", "b"], samples=3, budget=10.0, predicted=[1.0, 1.1])
+    _replay(race, {"a": [1.0] * 6, "b": [1.8] * 5})
+    assert race.winner == "a" and len(race.times[1]) == 1
+    # the models predicted b faster: one run 1.8x slower may have been preempted, and b
+    # stays for the second round (where its real speed wins)
+    race = Race(["a", "b"], samples=3, budget=10.0, predicted=[1.0, 0.9])
+    _replay(race, {"a": [1.0] * 6, "b": [1.8, 0.8, 0.8, 0.8, 0.8]})
+    assert race.winner == "b"
+    # below 1.5x the first round drops nothing, agreement or not
+    race = Race(["a", "b"], samples=3, budget=10.0, predicted=[1.0, 1.1])
+    _replay(race, {"a": [1.0] * 6, "b": [1.4] * 5})
+    assert race.winner == "a" and len(race.times[1]) == 2
+
+
 def test_race_rejects_bad_arguments():
     with pytest.raises(ValueError, match="at least one plan"):
         Race([])
@@ -224,6 +264,8 @@ def test_race_rejects_bad_arguments():
         Race(["a"], samples=0)
     with pytest.raises(ValueError, match="max_samples >= samples"):
         Race(["a"], samples=3, max_samples=2)
+    with pytest.raises(ValueError, match="keep=2"):
+        Race(["a", "b"], keep=2)
 
 
 def test_in_doubt_keeps_only_candidates_the_errors_allow():
