@@ -215,7 +215,7 @@ def starting(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     from gnnforge.train._checkpoint import check_out_dir
     from gnnforge.train._config import _read_toml, load_config
-    from gnnforge.train._engine import fit
+    from gnnforge.train._engine import finish_distributed, fit
 
     overrides = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
     try:
@@ -235,4 +235,5 @@ def run(args: argparse.Namespace) -> int:
     fit(config, task)
     if hasattr(task, "rank_report"):
         print(task.rank_report(), flush=True)  # every process: its own memory and traffic
+    finish_distributed()
     return 0

@@ -86,6 +86,20 @@ def init_distributed() -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
+def finish_distributed() -> None:
+    """Leave the process group that `init_distributed` joined, once every process is done.
+
+    Without this, the group and its gloo threads were torn down by the interpreter's exit:
+    1 of 8 two-process cooperative CLI runs then aborted after training with "terminate
+    called without an active exception".
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def _cooperative(task: Task) -> bool:
     """True for a task whose processes share every minibatch (cooperative minibatching)."""
     return bool(getattr(task, "cooperative", False))
