@@ -34,7 +34,7 @@ def rebalance(owner: np.ndarray, weights: np.ndarray, src: np.ndarray, dst: np.n
     carry the most of c relative to the other weights first (a hub, to shed edges; a leaf,
     to shed nodes), then by gain (neighbours in the target minus neighbours in p), then by
     id, as many as bring p down to the bound without lifting the target above it on any
-    weight. When no move fits, it tries a swap with those parts: pairs (u of p, v of the
+    weight (passing over a vertex that alone would). When no move fits, it tries a swap with those parts: pairs (u of p, v of the
     target) equal on every weight but c, with u heavier on c, best combined gain first.
     It stops when balanced, when neither fits, or after `max_rounds`.
 
@@ -108,6 +108,8 @@ def _move(owner, weights, src, dst, p, c, loads, bound) -> bool:
     for q in _targets(loads, bound, p, c):
         gain = _gain(owner, src, dst, p, q)
         order = candidates[np.lexsort((candidates, -gain[candidates], -density))]
+        # A vertex heavier than q's room (a hub) would end the prefix before lighter ones.
+        order = order[np.all(weights[order] <= bound - loads[q], axis=1)]
         moved = np.cumsum(weights[order], axis=0)  # [k, C]
         count = _prefix(np.all(loads[q] + moved <= bound, axis=1),
                         loads[p, c] - moved[:, c] <= bound[c])

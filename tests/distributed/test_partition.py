@@ -92,6 +92,17 @@ def test_a_swap_trades_a_seed_for_a_twin_when_no_move_fits():
     assert start.tolist() == [0, 0, 0, 1, 1, 1]
 
 
+def test_a_move_passes_over_a_vertex_too_heavy_for_the_target():
+    # Loads 7 and 5 (bound 6): vertex 0 comes first (it carries the most) but would lift
+    # part 1 to 10; the lighter vertex 1 after it fits.
+    weights = np.array([[5], [1], [1], [1], [4]])
+    empty = np.zeros(0, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        owner = rebalance(np.array([0, 0, 0, 1, 1]), weights, empty, empty, 2, tolerance=0.0)
+    assert owner.tolist() == [0, 1, 0, 1, 1]
+
+
 def test_an_unreachable_tolerance_warns_with_the_constraint_and_balance():
     # Three seeds in two parts: the best is 2 / 1.5 = 1.333 x the mean.
     weights = np.array([[1, 1], [1, 1], [1, 1], [1, 0]])
