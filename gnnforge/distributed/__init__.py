@@ -7,7 +7,8 @@ from gnnforge.distributed._groups import Cooperation, cooperation_groups
 from gnnforge.distributed._launch import (ProcessResult, default_backend, free_port,
                                           init_from_env, spawn)
 from gnnforge.distributed._memory import fix_mmap_threshold
-from gnnforge.distributed._partition import balance, edge_cut, partition_nodes, rebalance
+from gnnforge.distributed._partition import balance, edge_cut, partition_nodes
+from gnnforge.distributed._rebalance import rebalance
 from gnnforge.distributed._remote import fetch_rows, sample_remote
 from gnnforge.distributed._rendezvous import rendezvous_timeout
 from gnnforge.distributed._store import (Partition, PartitionError, load_partition,

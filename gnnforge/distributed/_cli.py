@@ -82,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
     print("part  nodes  in-edges  train")
     for part, sizes in enumerate(manifest["parts"]):
         print(f"{part:>4}  {sizes['nodes']:>5}  {sizes['edges']:>8}  {sizes['train']:>5}")
-    print("balance (largest part / mean): " + ", ".join(f"{k} {v:.3f}"
-                                                       for k, v in achieved.items()))
+    over = [k for k, v in achieved.items() if v > 1.0 + args.tolerance + 1e-9]
+    print("balance (largest part / mean): "
+          + ", ".join(f"{k} {v:.3f}" for k, v in achieved.items())
+          + (f" (above the tolerance {1.0 + args.tolerance:.3f}: {', '.join(over)})"
+             if over and args.method == "metis" else ""))
     print(f"edge cut: {cut} of {graph.num_edges} edges ({manifest['edge_cut_fraction']:.1%})")
     return 0

@@ -4,9 +4,9 @@ A partition balances three vertex weights: 1 (nodes: feature rows a part stores)
 in-degree (the edges a part stores and samples from) and 1 for a training seed (the seeds
 a part starts minibatches from). METIS (pymetis) minimises the edge cut balancing the
 in-edges; its multi-constraint k-way does not reach balance on power-law graphs (on the
-R-MAT 2^17 benchmark graph it left 74% of the edges on one of 4 parts), so a greedy pass
-then moves vertices from the most overloaded part to the lightest until every weight is
-within the tolerance (`rebalance`).
+R-MAT 2^17 benchmark graph, with the three weights as `vwgt`: 1.86, 2.90 and 1.85 x the
+mean), so a greedy pass then moves and swaps vertices until every weight is within the
+tolerance (`rebalance`, in _rebalance.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import torch
 from torch import Tensor
 
 from gnnforge._compat import require
+from gnnforge.distributed._rebalance import rebalance
 from gnnforge.graph import Graph
 
-__all__ = ["balance", "edge_cut", "partition_nodes", "rebalance"]
+__all__ = ["balance", "edge_cut", "partition_nodes"]
 
 CONSTRAINTS = ("nodes", "edges", "train")
 
@@ -32,8 +33,8 @@ def partition_nodes(graph: Graph, num_parts: int, method: str = "random", seed: 
             edges its part stores).
         num_parts: P >= 1.
         method: "random" (balanced: a seeded permutation dealt round-robin) or "metis"
-            (pymetis k-way on the symmetrised simple graph with balance constraints on
-            nodes, in-edges and training seeds, then `rebalance`: fewer cross edges, so
+            (pymetis k-way on the symmetrised simple graph balancing the in-edges, then
+            `rebalance` on nodes, in-edges and training seeds: fewer cross edges, so
             less communication in cooperative minibatching).
         seed: seed of the random permutation and of METIS.
         train_mask: [N] bool training seeds to balance ("metis"; None: no seed constraint).
@@ -45,6 +46,10 @@ def partition_nodes(graph: Graph, num_parts: int, method: str = "random", seed: 
     Raises:
         ValueError: on num_parts < 1, an unknown method or a bad train_mask.
         ImportError: for "metis" without pymetis (extra `dist`).
+
+    Warns:
+        UserWarning: "metis" when a constraint stays above the tolerance, naming it
+            ("nodes", "edges" or "train") with the balance reached (see `rebalance`).
     """
     if not isinstance(num_parts, int) or num_parts < 1:
         raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
@@ -83,80 +88,17 @@ def _metis(graph: Graph, num_parts: int, seed: int, train_mask: Tensor | None,
     adjacency = pymetis.CSRAdjacency(rowptr.numpy(), col.numpy())
     options = pymetis.Options(seed=seed)
     # One constraint, the in-edges (+1 so that isolated vertices weigh something): METIS's
-    # multi-constraint k-way missed balance badly on R-MAT (nodes, edges, seeds: 74% of
-    # the edges on one of 4 parts), while edges alone came within 3% with nodes within
-    # 30%; `rebalance` then fixes the nodes and seeds while keeping the edges balanced.
+    # multi-constraint k-way (ncon=3, pymetis 2025.2) missed balance badly on R-MAT 2^17
+    # (nodes, edges, seeds 1.86, 2.90, 1.85 x the mean), while edges alone came within 4%
+    # with nodes and seeds at 1.63; `rebalance` then fixes the nodes and seeds while
+    # keeping the edges balanced.
     _, membership = pymetis.part_graph(num_parts, adjacency=adjacency,
                                        vweights=weights[:, 1] + 1, options=options,
                                        recursive=False)
     owner = np.asarray(membership, dtype=np.int64)
     src, dst = simple.src.numpy(), simple.dst.numpy()
-    return torch.from_numpy(rebalance(owner, weights, src, dst, num_parts, tolerance))
-
-
-def rebalance(owner: np.ndarray, weights: np.ndarray, src: np.ndarray, dst: np.ndarray,
-              num_parts: int, tolerance: float = 0.05, max_rounds: int = 200) -> np.ndarray:
-    """Move vertices until every part is within (1 + tolerance) x the mean on every weight.
-
-    Each round takes the part p and weight c with the largest load / mean, and the part q
-    lightest on c; it moves p's vertices with positive weight c to q, those that carry the
-    most of c relative to the other weights first (a hub, to shed edges; a leaf, to shed
-    nodes), then by gain (neighbours in q minus neighbours in p), then by id
-    (deterministic), as many as bring p down to the bound without lifting q above it on
-    any weight. It stops when balanced,
-    when no move fits, or after `max_rounds`; `balance` reports what was reached.
-
-    Args:
-        owner: [N] int64 initial parts (not modified).
-        weights: [N, C] non-negative weights.
-        src, dst: [E] int64 symmetric edge list (the gains' neighbourhoods).
-        num_parts: P.
-
-    Returns:
-        [N] int64 rebalanced owner.
-    """
-    owner = owner.copy()
-    totals = weights.sum(0).astype(np.float64)
-    bound = (1.0 + tolerance) * np.maximum(totals / num_parts, 1e-12)
-    stuck: set[tuple[int, int]] = set()
-    for _ in range(max_rounds):
-        loads = np.stack([np.bincount(owner, weights=weights[:, c], minlength=num_parts)
-                          for c in range(weights.shape[1])], axis=1)
-        ratio = loads / bound
-        ratio[[p for p, _ in stuck], [c for _, c in stuck]] = 0.0
-        p, c = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-        if ratio[p, c] <= 1.0 + 1e-12:
-            break
-        if not _move(owner, weights, src, dst, int(p), int(c), loads, bound):
-            stuck.add((int(p), int(c)))
-    return owner
-
-
-def _move(owner, weights, src, dst, p, c, loads, bound) -> bool:
-    """Move vertices of part p to the part lightest on weight c; False when none fits."""
-    for q in np.argsort(loads[:, c] / bound[c], kind="stable"):
-        if q == p:
-            continue
-        candidates = np.flatnonzero((owner == p) & (weights[:, c] > 0))
-        if candidates.size == 0:
-            return False
-        from_p = owner[src] == p
-        gain = (np.bincount(src[from_p & (owner[dst] == q)], minlength=owner.size)
-                - np.bincount(src[from_p & (owner[dst] == p)], minlength=owner.size))
-        share = weights[candidates] / bound  # [k, C] each vertex's load as a part fraction
-        others = np.delete(share, c, axis=1)
-        density = share[:, c] - (others.max(axis=1) if others.shape[1] else 0.0)
-        order = candidates[np.lexsort((candidates, -gain[candidates], -density))]
-        moved = np.cumsum(weights[order], axis=0)  # [k, C]
-        fits_q = np.all(loads[q] + moved <= bound, axis=1)
-        enough = loads[p, c] - moved[:, c] <= bound[c]
-        count = int(np.argmin(fits_q)) if not fits_q.all() else order.size
-        if enough[:count].any():
-            count = int(np.argmax(enough[:count])) + 1
-        if count > 0:
-            owner[order[:count]] = q
-            return True
-    return False
+    return torch.from_numpy(rebalance(owner, weights, src, dst, num_parts, tolerance,
+                                      names=CONSTRAINTS[:weights.shape[1]]))
 
 
 def balance(owner: Tensor | np.ndarray, weights: np.ndarray, num_parts: int) -> dict:
