@@ -123,7 +123,7 @@ def _chosen(kernel_class: KernelClass, new_trials: list[dict], earlier: str | No
     return _autotune.choice(kernel_class)
 
 
-def grid(workloads, widths, repeats, dgl):
+def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
     graphs = {name: _load(name, shared_datasets_dir()) for name in workloads}
     cells = [(name, width, mode) for name in workloads for width in widths
              for mode in ("fwd", "fwd+bwd")]
@@ -131,7 +131,7 @@ def grid(workloads, widths, repeats, dgl):
     for name, width, mode in tqdm(cells, desc="copy_u_sum cells", file=sys.stderr):
         methods = _methods(graphs[name], width, mode == "fwd+bwd", dgl, torch.int32)
         trials_before = len(_trials.trial_results())
-        ms = interleaved_median_ms(methods, repeats)
+        ms = interleaved_median_ms(methods, repeats, min_seconds)
         candidates = [m for m in ms if m not in ("default", "sparse.mm", "dgl", "dgl generic")]
         best = min(candidates, key=ms.get)
         dgl_best = min((ms[m] for m in ("dgl", "dgl generic") if m in ms), default=float("nan"))
@@ -206,6 +206,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workloads", default="rmat,pubmed")
     parser.add_argument("--widths", default="16,64,256")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell (>= 5)")
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="extend cheap cells' rounds until the timed calls of all methods add up to this many seconds (odd count, at most 101 rounds)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--restriction", choices=tuple(RESTRICTIONS), default="all",
                         help="(set by --restrictions for its child runs)")
@@ -215,7 +217,8 @@ def main(argv=None) -> int:
     if args.restrictions:
         for restriction, env in RESTRICTIONS.items():
             command = [sys.executable, __file__, "--workloads", args.workloads, "--widths",
-                       args.widths, "--repeats", str(args.repeats), "--threads",
+                       args.widths, "--repeats", str(args.repeats), "--min-seconds",
+                       str(args.min_seconds), "--threads",
                        str(args.threads), "--restriction", restriction]
             subprocess.run(command, env={**os.environ, **env}, check=True)
         return 0
@@ -229,9 +232,10 @@ def main(argv=None) -> int:
     print(f"\n### copy_u_sum, restriction: {args.restriction}\n")
     print(machine_line(args.restriction))
     print(f"command: python benchmarks/kernel_selection.py --restriction {args.restriction} "
-          f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats}\n")
+          f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats} "
+          f"--min-seconds {args.min_seconds}\n")
     header, rows = grid(args.workloads.split(","), [int(w) for w in args.widths.split(",")],
-                        args.repeats, dgl)
+                        args.repeats, dgl, args.min_seconds)
     print_table(header, rows)
     print("\n" + selection_overhead())
     return 0
