@@ -13,8 +13,9 @@ For each cell of the spmm grid (copy_u_sum on R-MAT 2^17/2^21 and Pubmed, F = 16
 
 and prints `default / best candidate` (selection target: <= 1.10), the same ratio again
 from the default and that candidate re-timed alone side by side (`_CONFIRM_ROUNDS`
-rounds), and `fastest DGL / default` (speed target: > 1). Every time is the median of --repeats rounds after one
-warm-up round; a round runs every method once (interleaved, so drift hits all alike).
+rounds), and `fastest DGL / default` (speed target: > 1). Every time is the median of
+--repeats rounds (more for cheap cells: --min-seconds) after one warm-up round; a round
+runs every method once (interleaved, so drift hits all alike).
 
     python benchmarks/kernel_selection.py                      # this machine, all candidates
     python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2
@@ -219,7 +220,8 @@ def main(argv=None) -> int:
     parser.add_argument("--widths", default="16,64,256")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell (>= 5)")
     parser.add_argument("--min-seconds", type=float, default=1.0,
-                        help="extend cheap cells' rounds until the timed calls of all methods add up to this many seconds (odd count, at most 101 rounds)")
+                        help="extend cheap cells' rounds until the timed calls of all "
+                        "methods add up to this many seconds (odd count, at most 101 rounds)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--restriction", choices=tuple(RESTRICTIONS), default="all",
                         help="(set by --restrictions for its child runs)")

@@ -185,7 +185,8 @@ def main(argv=None) -> int:
     parser.add_argument("--layers", default="gcn,gat,sage")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--min-seconds", type=float, default=1.0,
-                        help="extend cheap cells' rounds until the timed calls of all methods add up to this many seconds (odd count, at most 101 rounds)")
+                        help="extend cheap cells' rounds until the timed calls of all "
+                        "methods add up to this many seconds (odd count, at most 101 rounds)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
