@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from gnnforge._device import process_device
+from gnnforge._device import use_process_device
 from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
                                         load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
@@ -112,9 +112,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     if rank == 0:
         check_out_dir(out_dir)  # before the first epoch, not after it
     torch.manual_seed(config.seed)
-    device = process_device(config.device)  # under torchrun: cuda means cuda:LOCAL_RANK
-    if device.type == "cuda" and device.index is not None:
-        torch.cuda.set_device(device)  # NCCL and Triton kernels use the current device
+    device = use_process_device(config.device)  # under torchrun: cuda means cuda:LOCAL_RANK
     model = task.build_model().to(device)  # the task moves its data (--device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)

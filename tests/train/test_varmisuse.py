@@ -165,3 +165,43 @@ def test_banded_and_sparse_training_agree_step_by_step(corpus):
         parameters.append(dict(model.named_parameters()))
     for name, value in parameters[0].items():
         assert torch.allclose(value, parameters[1][name], atol=1e-5), name
+
+
+def test_models_train_on_the_process_device(monkeypatch):
+    """Under torchrun on a GPU node each rank trains on cuda:LOCAL_RANK: the device is made
+    current, the model and every batch go there, and DDP is given that device. Spied on a
+    CPU machine: fake GPUs, placements recorded instead of done."""
+    from torch import nn
+
+    from gnnforge.train import _varmisuse
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    current, models, batches, wrapped = [], [], [], []
+    monkeypatch.setattr(torch.cuda, "set_device", current.append)
+    monkeypatch.setattr(_varmisuse.VarMisuseModel, "to",
+                        lambda model, device: models.append(device) or model)
+    monkeypatch.setattr(_varmisuse, "_on", lambda batch, device: batches.append(device) or batch)
+    monkeypatch.setattr(_varmisuse, "_distributed", lambda: (1, 2))
+    monkeypatch.setattr(_varmisuse, "evaluate", lambda *args, **kwargs: (0.5, 0.5))
+
+    class RecordingDDP(nn.Module):
+        def __init__(self, module, **options):
+            super().__init__()
+            self.module = module
+            wrapped.append(options)
+
+        def forward(self, *args):
+            return self.module(*args)
+    monkeypatch.setattr(nn.parallel, "DistributedDataParallel", RecordingDDP)
+    config = VarMisuseConfig(max_files=6, hidden=8, num_steps=1, epochs=1, block_size=32,
+                             num_slots=128, progress=False, backends=("banded",),
+                             device="cuda")
+    run_varmisuse(config)
+    gpu = torch.device("cuda", 1)
+    assert current == [gpu]
+    assert models == [gpu, gpu]                      # T=1 and the T=0 baseline
+    assert batches and set(batches) == {gpu}
+    assert [options["device_ids"] for options in wrapped] == [[1], [1]]
