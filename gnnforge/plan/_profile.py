@@ -136,13 +136,15 @@ def collect(graphs: Iterable[SuiteGraph], config: ProfileConfig = ProfileConfig(
 
     Returns:
         One record per call: graph, family, primitive, training, sizes, features, seconds
-        and the fingerprint of the process that timed it.
+        and the fingerprint of the process that timed it, read after the last timing: the
+        kernel calibration chooses a class's variant on its first call here and keeps it,
+        so only then does the fingerprint name every variant the timings ran (read before,
+        on a fresh kernel record, it named none, and the models recorded no kernel choices).
     """
     from gnnforge.plan._fingerprint import fingerprint
 
     records = []
     graphs = list(graphs)
-    machine = fingerprint()  # recorded with every timing: chunks may be fitted elsewhere
     bar = tqdm(total=len(graphs) * len(config.modes), desc="profile", disable=not progress)
     for name, family, raw in graphs:
         graph = raw.remove_self_loops().add_self_loops()
@@ -159,10 +161,11 @@ def collect(graphs: Iterable[SuiteGraph], config: ProfileConfig = ProfileConfig(
                 seconds = time_call(_runner(forward, training), config.repeats)
                 records.append(dict(graph=name, family=family, primitive=primitive,
                                     training=training, sizes=sizes, features=features,
-                                    seconds=seconds, fingerprint=machine))
+                                    seconds=seconds))
             bar.update()
     bar.close()
-    return records
+    machine = fingerprint()  # recorded with every timing: chunks may be fitted elsewhere
+    return [dict(record, fingerprint=machine) for record in records]
 
 
 def _matrices(records: list[dict], name: str):

@@ -380,3 +380,21 @@ def test_timing_noise_is_the_odd_even_difference_of_the_gain():
     assert _half_difference(default, plan) == pytest.approx(math.log(4.0) - math.log(2.0))
     assert _half_difference(plan, plan) == 0.0
     assert _half_difference([1.0], [2.0]) == 0.0
+
+
+def test_profile_records_name_the_kernel_variants_chosen_while_timing(monkeypatch):
+    """The kernel calibration chooses a class's variant on its first call: the records'
+    fingerprint is read after the timings, so the models record what their timings ran."""
+    from gnnforge.plan import _fingerprint, _profile
+
+    chosen: dict[str, str] = {"cpu_model": "test"}
+
+    def time_call(run, repeats):
+        chosen["kernel:copy_lhs.sum.float32.int32.w32B"] = "native:avx512"
+        return 1e-3
+
+    monkeypatch.setattr(_fingerprint, "fingerprint", lambda: dict(chosen))
+    monkeypatch.setattr(_profile, "time_call", time_call)
+    config = _profile.ProfileConfig(widths=(8,), heads=(1,), repeats=1)
+    records = _profile.collect([("grid", "road", grid_2d(4, 4))], config, progress=False)
+    assert records and all(r["fingerprint"] == chosen for r in records)
