@@ -35,13 +35,15 @@ def limit_threads(threads: int) -> None:
     Profiles and benchmarks pin this: on a shared 2-core machine a second thread mostly
     measures contention, and a cost model is only valid for the thread count it saw.
     """
-    torch.set_num_threads(threads)
     try:
         import numba
 
+        # first: starting numba's OpenMP pool resets the process's OpenMP thread count,
+        # which moved torch from 1 back to 2 threads after a fingerprint() had run
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     except ImportError:
         pass
+    torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)
