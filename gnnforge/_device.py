@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # torch loads only when a device is resolved: `--help` never 
     import torch
     from torch import Tensor
 
-__all__ = ["pin", "process_device", "resolve_device", "to_device"]
+__all__ = ["pin", "process_device", "resolve_device", "to_device", "use_process_device"]
 
 _PATTERN = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -78,6 +78,23 @@ def process_device(text: str | torch.device, option: str = "--device") -> torch.
                          f"{local_rank}, but this machine has {count} CUDA device(s); start "
                          f"at most {count} processes per node")
     return torch.device("cuda", local_rank)
+
+
+def use_process_device(text: str | torch.device, option: str = "--device") -> torch.device:
+    """`process_device(text)`, made this process's current CUDA device when it names one.
+
+    NCCL, DDP and the Triton kernels work on the current CUDA device, not on the tensors'
+    one: without this, every rank of a node would also create a context on cuda:0.
+
+    Raises:
+        ValueError: as `process_device`.
+    """
+    device = process_device(text, option)
+    if device.type == "cuda" and device.index is not None:
+        import torch
+
+        torch.cuda.set_device(device)
+    return device
 
 
 def pin(tensor: Tensor, device: torch.device) -> Tensor:

@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from gnnforge import _device
+
 __all__ = ["BipartiteGraph", "Graph", "GraphBatch", "GraphError", "Subgraph"]
 
 _INDEX_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
@@ -378,11 +380,16 @@ class Graph:
         return self._replace(graph_data=_check_graph_data({**self.graph_data, **data}))
 
     def to(self, device: torch.device | str) -> Graph:
-        """The same graph with every tensor on `device`."""
-        move = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
+        """The same graph with every tensor on `device`; CPU to GPU through pinned memory,
+        non-blocking (`gnnforge._device.to_device`). Cached formats are rebuilt there, so
+        the kernels (chosen by the tensors' device) follow the graph."""
+        device = torch.device(device)
+        # Looked up at call time, so tests can observe every handover (`_device.to_device`).
+        one = lambda t: _device.to_device(t, device)  # noqa: E731
+        move = lambda d: {k: one(v) for k, v in d.items()}  # noqa: E731
         return self._replace(
-            src=self.src.to(device), dst=self.dst.to(device),
-            edge_type=None if self.edge_type is None else self.edge_type.to(device),
+            src=one(self.src), dst=one(self.dst),
+            edge_type=None if self.edge_type is None else one(self.edge_type),
             node_data=move(self.node_data), edge_data=move(self.edge_data),
             graph_data=move(self.graph_data))
 
@@ -745,9 +752,12 @@ class GraphBatch(Graph):
         return GraphBatch._make(union, graph_ptr, edge_ptr, graph_mask)
 
     def to(self, device: torch.device | str) -> GraphBatch:
-        """The same batch (offsets and masks included) with every tensor on `device`."""
-        return GraphBatch._make(Graph.to(self, device), self.graph_ptr.to(device),
-                                self.edge_ptr.to(device), self.graph_mask.to(device))
+        """The same batch (offsets and masks included) with every tensor on `device`; CPU to
+        GPU through pinned memory, non-blocking, as `Graph.to`."""
+        device = torch.device(device)
+        return GraphBatch._make(Graph.to(self, device),
+                                *(_device.to_device(t, device)
+                                  for t in (self.graph_ptr, self.edge_ptr, self.graph_mask)))
 
     def unpad(self) -> GraphBatch:
         """The batch of real graphs only (inverse of `pad`)."""

@@ -395,3 +395,40 @@ def test_by_relation_rows_are_destination_times_type(graph):
 def test_by_relation_rejects_too_few_types():
     with pytest.raises(ValueError, match="num_edge_types=2"):
         Graph([0, 1], [1, 0], edge_type=[0, 2]).by_relation(2)
+
+
+def test_moves_go_through_to_device_and_the_kernels_follow(monkeypatch):
+    """`Graph.to`, `GraphBatch.to` and the pack collator's host arrays go through
+    `_device.to_device` (pinned, non-blocking copies to a GPU), and the moved batch's
+    kernels are chosen for its device. Spied on a CPU machine: the meta device stands in
+    for a GPU."""
+    from gnnforge import _device
+    from gnnforge.ops import _dispatch
+    from gnnforge.packing import PackCollator
+
+    monkeypatch.delenv("GNNFORGE_BACKEND", raising=False)
+    generator = torch.Generator().manual_seed(0)
+    parts = [Graph(torch.randint(0, 4, (6,), generator=generator),
+                   torch.randint(0, 4, (6,), generator=generator), 4,
+                   edge_type=torch.randint(0, 2, (6,), generator=generator),
+                   node_data={"x": torch.randn(4, 2, generator=generator)},
+                   edge_data={"w": torch.randn(6, generator=generator)},
+                   graph_data={"y": torch.randn(1, generator=generator)}) for _ in range(3)]
+    batch = GraphBatch.from_graphs(parts).pad(16, 20, 4)
+    handed: list[torch.device] = []
+    original = _device.to_device
+    monkeypatch.setattr(_device, "to_device",
+                        lambda tensor, device: handed.append(device) or original(tensor, device))
+    meta = torch.device("meta")
+    moved = batch.to("meta")
+    tensors = [moved.src, moved.dst, moved.edge_type, moved.node_data["x"],
+               moved.edge_data["w"], moved.graph_data["y"], moved.graph_ptr, moved.edge_ptr,
+               moved.graph_mask]
+    assert all(tensor.device == meta for tensor in tensors)
+    assert handed == [meta] * len(tensors)
+    default = _dispatch.DEFAULTS[("gspmm", "cpu")]
+    assert _dispatch.choose("gspmm", batch.device).backend == default
+    assert _dispatch.choose("gspmm", moved.device).backend == "reference"  # no table entry
+    handed.clear()
+    PackCollator(parts, (16, 20, 4))([2, 0])
+    assert len(handed) >= 5 and set(handed) == {torch.device("cpu")}

@@ -184,8 +184,6 @@ def machine_fingerprint() -> dict[str, str]:
     from gnnforge import __version__
 
     flags = " ".join(sorted(_native_build.cpu_flags()))
-    sources = hashlib.sha256(b"".join(path.read_bytes()
-                                      for path in _native_build._sources())).hexdigest()
     return {
         "cpu_model": _cpu_model(),
         "cpu_flags": hashlib.sha256(flags.encode()).hexdigest()[:16],
@@ -196,7 +194,7 @@ def machine_fingerprint() -> dict[str, str]:
         "torch": torch.__version__,
         "numba": numba.__version__,
         "gnnforge": __version__,
-        "native_sources": sources[:16],
+        "native_sources": _native_build.sources_digest(),
     }
 
 

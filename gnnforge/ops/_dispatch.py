@@ -38,7 +38,7 @@ from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
 from gnnforge.ops._triton import available as triton_available
 from gnnforge.ops._triton import gsddmm_triton, gspmm_triton, interpreting
 
-__all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "forced", "kernel", "use_backend"]
+__all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "forced", "kernel", "state", "use_backend"]
 
 BACKENDS = ("reference", "auto", "native", "numba", "mkl", "torch", "triton")
 
@@ -149,6 +149,25 @@ def _environment_backend(value: str) -> Choice | None:
         return None
     _check_name(value, "GNNFORGE_BACKEND")
     return Choice(value, None)
+
+
+# GNNFORGE_BACKEND as `state` last read it; a different value bumps `_GENERATION`.
+_LAST_ENVIRONMENT: str | None = None
+
+
+def state() -> tuple[int, Choice | None]:
+    """(generation, forced backend): what a compiled function's graph depends on here.
+
+    A change of GNNFORGE_BACKEND within the process bumps the generation, as a
+    `use_backend` block does, so dynamo's guard on `_GENERATION` recompiles for it too.
+    Callers that skip dynamo's guards for a known signature (`CompiledLoss`) key on this.
+    """
+    global _GENERATION, _LAST_ENVIRONMENT
+    value = os.environ.get("GNNFORGE_BACKEND", "").strip()
+    if value != _LAST_ENVIRONMENT:
+        _LAST_ENVIRONMENT = value
+        _GENERATION += 1
+    return _GENERATION, forced()
 
 
 def forced() -> Choice | None:

@@ -36,7 +36,11 @@ def gspmm_mkl(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     rows = rowptr.shape[0] - 1
     x = lhs.reshape(lhs.shape[0], math.prod(lhs.shape[1:])).contiguous()   # [N, K]
     matrix = _csr(rowptr, col, torch.ones(col.shape[0], dtype=x.dtype), (rows, x.shape[0]))
-    out = torch.sparse.mm(matrix, x) if x.shape[0] and rows else x.new_zeros(rows, x.shape[1])
+    # Computed in the input's dtype, as every other kernel: inside an autocast region
+    # torch.sparse.mm would be cast to bfloat16, which MKL's CSR product does not implement.
+    with torch.autocast("cpu", enabled=False):
+        out = (torch.sparse.mm(matrix, x) if x.shape[0] and rows
+               else x.new_zeros(rows, x.shape[1]))
     if reduce == "mean":
         degree = (rowptr[1:] - rowptr[:-1]).clamp(min=1).to(x.dtype)
         out = out / degree.unsqueeze(1)

@@ -142,6 +142,19 @@ def _sources() -> list[Path]:
     return sorted(_SOURCE_DIR.glob("*.cpp"))
 
 
+def sources_digest() -> str:
+    """A digest of the kernels' code: every source and header (16 hex digits).
+
+    Headers count: the shared SIMD helpers in `simd.h` change what every kernel compiles
+    to (a header-only edit once changed the g-SDDMM's stores). Kernel records and the
+    planner's cost models record it, so an edit of the kernels shows as a mismatch.
+    """
+    digest = hashlib.sha256()
+    for path in _sources() + sorted(_SOURCE_DIR.glob("*.h")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _key(compiler: str, flags: tuple[str, ...]) -> str:
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
                              timeout=60).stdout

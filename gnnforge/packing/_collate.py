@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from gnnforge import _device
 from gnnforge.graph import Graph, GraphBatch
 
 __all__ = ["PackCollator"]
@@ -61,11 +62,13 @@ class PackCollator:
                 "one extra node and one extra graph slot")
         node_ptr, node_rows = _ranges(self._node_start[index], nodes)
         edge_ptr, edge_rows = _ranges(self._edge_start[index], edges)
-        # Each edge moves by (new node offset - old node offset) of its graph.
+        # Each edge moves by (new node offset - old node offset) of its graph. The index
+        # arrays are built on the host; to a GPU they go pinned and non-blocking.
         device = self.device
-        node_rows, edge_rows = node_rows.to(device), edge_rows.to(device)
-        shift = torch.from_numpy(np.repeat(node_ptr[:-1] - self._node_start[index],
-                                           edges)).to(device)
+        move = lambda t: _device.to_device(t, device)  # noqa: E731
+        node_rows, edge_rows = move(node_rows), move(edge_rows)
+        shift = move(torch.from_numpy(np.repeat(node_ptr[:-1] - self._node_start[index],
+                                                edges)))
         loop = torch.full((num_edges - total_edges,), total_nodes, dtype=torch.int64,
                           device=device)
         whole = self.whole
@@ -75,16 +78,16 @@ class PackCollator:
             None if whole.edge_type is None else _gather(whole.edge_type, edge_rows, num_edges),
             {k: _gather(v, node_rows, num_nodes) for k, v in whole.node_data.items()},
             {k: _gather(v, edge_rows, num_edges) for k, v in whole.edge_data.items()},
-            {k: _gather(v, torch.from_numpy(index).to(device), num_graphs)
+            {k: _gather(v, move(torch.from_numpy(index)), num_graphs)
              for k, v in whole.graph_data.items()})
         pad_graphs = num_graphs - index.size
         graph_ptr = torch.from_numpy(np.concatenate([node_ptr, np.full(pad_graphs, num_nodes)]))
         edge_ptr_t = torch.from_numpy(np.concatenate([edge_ptr, np.full(pad_graphs, num_edges)]))
         graph_mask = torch.arange(num_graphs, device=device) < index.size
-        graph_ptr, edge_ptr_t = graph_ptr.to(device), edge_ptr_t.to(device)
+        graph_ptr, edge_ptr_t = move(graph_ptr), move(edge_ptr_t)
         batch = GraphBatch._make(union, graph_ptr, edge_ptr_t, graph_mask)
-        renumber = torch.from_numpy(np.repeat(edge_ptr[:-1] - self._edge_start[index],
-                                              edges)).to(device)
+        renumber = move(torch.from_numpy(np.repeat(edge_ptr[:-1] - self._edge_start[index],
+                                                   edges)))
         batch._cache[("csr", torch.int64)] = self._csr(node_rows, edge_rows, shift, renumber,
                                                        total_nodes, total_edges)
         return batch

@@ -35,13 +35,15 @@ def limit_threads(threads: int) -> None:
     Profiles and benchmarks pin this: on a shared 2-core machine a second thread mostly
     measures contention, and a cost model is only valid for the thread count it saw.
     """
-    torch.set_num_threads(threads)
     try:
         import numba
 
+        # first: starting numba's OpenMP pool resets the process's OpenMP thread count,
+        # which moved torch from 1 back to 2 threads after a fingerprint() had run
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     except ImportError:
         pass
+    torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)
@@ -136,13 +138,15 @@ def collect(graphs: Iterable[SuiteGraph], config: ProfileConfig = ProfileConfig(
 
     Returns:
         One record per call: graph, family, primitive, training, sizes, features, seconds
-        and the fingerprint of the process that timed it.
+        and the fingerprint of the process that timed it, read after the last timing: the
+        kernel calibration chooses a class's variant on its first call here and keeps it,
+        so only then does the fingerprint name every variant the timings ran (read before,
+        on a fresh kernel record, it named none, and the models recorded no kernel choices).
     """
     from gnnforge.plan._fingerprint import fingerprint
 
     records = []
     graphs = list(graphs)
-    machine = fingerprint()  # recorded with every timing: chunks may be fitted elsewhere
     bar = tqdm(total=len(graphs) * len(config.modes), desc="profile", disable=not progress)
     for name, family, raw in graphs:
         graph = raw.remove_self_loops().add_self_loops()
@@ -159,10 +163,11 @@ def collect(graphs: Iterable[SuiteGraph], config: ProfileConfig = ProfileConfig(
                 seconds = time_call(_runner(forward, training), config.repeats)
                 records.append(dict(graph=name, family=family, primitive=primitive,
                                     training=training, sizes=sizes, features=features,
-                                    seconds=seconds, fingerprint=machine))
+                                    seconds=seconds))
             bar.update()
     bar.close()
-    return records
+    machine = fingerprint()  # recorded with every timing: chunks may be fitted elsewhere
+    return [dict(record, fingerprint=machine) for record in records]
 
 
 def _matrices(records: list[dict], name: str):

@@ -14,7 +14,9 @@ shape. The counts come from torch._dynamo's counters, as deltas over the run:
 
 A call whose signature was compiled before skips dynamo's guard evaluation
 (`torch.compiler.set_stance(skip_guard_eval_unsafe=True)`): the signature already says
-which cached graph applies.
+which cached graph applies. It therefore holds everything the guards would check,
+including the ops backend the graph was traced under (`gnnforge.ops._dispatch.state()`:
+a `use_backend` block or a changed GNNFORGE_BACKEND compiles anew).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 
 import torch
 from torch.utils._pytree import tree_flatten
+
+from gnnforge.ops import _dispatch
 
 __all__ = ["CompiledLoss", "dynamo_counts"]
 
@@ -60,7 +64,8 @@ class CompiledLoss:
         # need not run. They cost 0.27 ms per step of the main job (every parameter and
         # module attribute is checked: 4% of its step), which made the compiled step 2%
         # slower than the eager one on CPU. What else the guards check (the model's mode,
-        # grad and autocast state, its parameters' dtype and device) is in the signature.
+        # grad and autocast state, its parameters' dtype and device, the ops backend's
+        # generation) is in the signature.
         with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
             return self.compiled(model, *inputs)
 
@@ -77,11 +82,13 @@ class CompiledLoss:
 
 def _state(model: torch.nn.Module) -> tuple:
     """What a compiled step depends on besides its inputs' shapes: train/eval mode, grad
-    mode, autocast, and the parameters' dtype and device."""
+    mode, autocast, the parameters' dtype and device, and the ops backend (the kernels
+    traced into the graph; dynamo guards on its generation, which skipped guards miss)."""
     parameter = next(model.parameters(), None)
     return (model.training, torch.is_grad_enabled(), torch.is_autocast_enabled("cpu"),
             torch.is_autocast_enabled("cuda"),
-            None if parameter is None else (parameter.dtype, parameter.device))
+            None if parameter is None else (parameter.dtype, parameter.device),
+            _dispatch.state())
 
 
 def _signature(value: Any) -> Any:

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from gnnforge._device import process_device
+from gnnforge._device import use_process_device
 from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
                                         load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
@@ -112,9 +112,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     if rank == 0:
         check_out_dir(out_dir)  # before the first epoch, not after it
     torch.manual_seed(config.seed)
-    device = process_device(config.device)  # under torchrun: cuda means cuda:LOCAL_RANK
-    if device.type == "cuda" and device.index is not None:
-        torch.cuda.set_device(device)  # NCCL and Triton kernels use the current device
+    device = use_process_device(config.device)  # under torchrun: cuda means cuda:LOCAL_RANK
     model = task.build_model().to(device)  # the task moves its data (--device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
@@ -257,8 +255,9 @@ def _broadcast_parameters(model: nn.Module) -> None:
         dist.broadcast(tensor.data, src=0)
 
 
-def _all_reduce_step(model: nn.Module, loss: Tensor) -> float:
-    """Sum gradients and the loss over processes in one collective; returns the summed loss.
+def _all_reduce_step(model: nn.Module, loss: Tensor) -> Tensor:
+    """Sum gradients and the loss over processes in one collective; returns the summed loss
+    (a 0-d tensor, read by `_LossSum` when it is needed).
 
     Cooperative minibatching: each process's loss is its seeds' share of the global batch
     loss (already divided by the global batch size), so the sums are the global batch's
@@ -276,7 +275,42 @@ def _all_reduce_step(model: nn.Module, loss: Tensor) -> float:
     for param, grad in zip(params, grads):
         param.grad = flat[offset:offset + grad.numel()].view_as(grad)
         offset += grad.numel()
-    return float(flat[-1])
+    return flat[-1]
+
+
+class _LossSum:
+    """The epoch's sum of (mean batch loss x items), kept on the loss's device.
+
+    Reading a loss (`float(loss)`, `.item()`) waits for every kernel queued before it: once
+    per step, that host sync keeps a GPU from running ahead of the Python loop. Here the
+    losses are added up detached, in float64, in the order of the steps, which is exactly
+    the old host sum `start + loss_1 * items_1 + ...` (float64 products and sums of the
+    same values), and read only when a value is needed: at the epoch's end, for a
+    checkpoint, and for the progress bar at most once per second.
+    """
+
+    BAR_PERIOD_S = 1.0
+
+    def __init__(self, start: float) -> None:
+        self.start = start           # progress.loss_sum when the epoch (re)started
+        self.total: Tensor | None = None
+        self.shown_at = time.monotonic()
+
+    def add(self, loss: Tensor, items: int) -> None:
+        term = loss.detach().to(torch.float64) * items
+        self.total = term + self.start if self.total is None else self.total + term
+
+    def value(self) -> float:
+        """The sum so far: a host sync when steps were added since the last read."""
+        return self.start if self.total is None else self.total.item()
+
+    def due(self) -> bool:
+        """True at most once per BAR_PERIOD_S: time to show the running mean."""
+        now = time.monotonic()
+        if now - self.shown_at < self.BAR_PERIOD_S:
+            return False
+        self.shown_at = now
+        return True
 
 
 def _train_epoch(config, task, model, optimizer, progress, saver, history, best_state,
@@ -291,28 +325,33 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
     quiet = not config.progress or rank != 0
     bar = tqdm(total=steps, initial=progress.step, disable=True if quiet else None,
                desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
+    losses = _LossSum(progress.loss_sum)
     for step in range(progress.step, steps):
         start = time.perf_counter()
         batch = task.batch(step if shared else step * world + rank)
         loss, items = task.loss(model, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        value = _all_reduce_step(model, loss) if shared and world > 1 else float(loss.detach())
+        losses.add(_all_reduce_step(model, loss) if shared and world > 1 else loss, items)
         optimizer.step()
         # The next batch is sampled before `batch = ...` rebinds the name: drop this one
         # (blocks, input rows) and the loss's graph first, so only one batch is alive.
         del batch, loss
-        progress.seconds += time.perf_counter() - start
-        progress.loss_sum += value * items
         progress.items += items
         progress.step = step + 1
+        if not bar.disable and losses.due():  # a host sync: counted as training time
+            bar.set_postfix(loss=f"{losses.value() / max(progress.items, 1):.4f}")
+        progress.seconds += time.perf_counter() - start
         bar.update(1)
-        bar.set_postfix(loss=f"{progress.loss_sum / max(progress.items, 1):.4f}")
         if config.checkpoint_every and progress.step % config.checkpoint_every == 0 \
                 and progress.step < steps:
+            progress.loss_sum = losses.value()
             saver.save(progress, history, best_state)
         if config.step_delay:
             time.sleep(config.step_delay)
+    start = time.perf_counter()
+    progress.loss_sum = losses.value()  # waits for the steps' queued kernels: training time
+    progress.seconds += time.perf_counter() - start
     bar.close()
 
 

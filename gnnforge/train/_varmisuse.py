@@ -24,7 +24,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from gnnforge._device import resolve_device
+from gnnforge._device import use_process_device
 from gnnforge.banded import BandedBlocks, compile_blocks, compile_dataset, supergraph_batch
 from gnnforge.data import program_graphs
 from gnnforge.distributed import default_backend
@@ -159,15 +159,17 @@ def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
 
 
 def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: str,
-           compiled, train_ids: list[int], rank: int, world: int,
+           compiled, train_ids: list[int], rank: int, world: int, device: torch.device,
            step: CompiledLoss | None = None) -> nn.Module:
-    """One model trained on `backend`; with `step`, each banded step runs compiled."""
+    """One model trained on `backend` on `device` (this process's: under torchrun,
+    cuda:LOCAL_RANK); with `step`, each banded step runs compiled."""
     seed = config.seed if config.model_seed is None else config.model_seed
     torch.manual_seed(seed)
-    device = torch.device(config.device)
     model = VarMisuseModel(num_labels, config.hidden, num_steps).to(device)
-    if world > 1:
-        model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=num_steps == 0)
+    if world > 1:  # NCCL all-reduces on the rank's own GPU, gloo on the CPU
+        model = nn.parallel.DistributedDataParallel(
+            model, device_ids=None if device.index is None else [device.index],
+            find_unused_parameters=num_steps == 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     generator = torch.Generator().manual_seed(seed)
     per_rank = len(train_ids) // world  # equal step counts keep the DDP processes in lockstep
@@ -214,7 +216,9 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
     for backend in config.backends:
         if backend not in BACKENDS:
             raise ValueError(f"VarMisuse: backend must be one of {BACKENDS}, got {backend!r}")
-    resolve_device(config.device)  # before any work: a one-line error without CUDA
+    # Before any work: a one-line error without CUDA. Under torchrun each process takes
+    # its own GPU (cuda means cuda:LOCAL_RANK), made current for NCCL and the kernels.
+    device = use_process_device(config.device)
     if config.compile and config.backends != ("banded",):
         raise ValueError(f"VarMisuse: compile runs the banded step (fixed K*S slots); pass "
                          f"backends=('banded',), got {config.backends}")
@@ -235,7 +239,7 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
     step = CompiledLoss(static_banded_loss) if config.compile else None
     for backend, steps in runs:
         model = _train(config, examples.num_labels, steps, backend, compiled["train"],
-                       list(range(len(compiled["train"].supergraphs))), rank, world,
+                       list(range(len(compiled["train"].supergraphs))), rank, world, device,
                        step if backend == "banded" and steps == config.num_steps else None)
         row = dict(train_backend=backend, num_steps=steps)
         show = config.progress and rank == 0

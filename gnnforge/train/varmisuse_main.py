@@ -12,7 +12,7 @@ from dataclasses import fields
 import torch
 import torch.distributed as dist
 
-from gnnforge._device import resolve_device
+from gnnforge._device import process_device
 from gnnforge.train._varmisuse import VarMisuseConfig, format_results, run_varmisuse
 
 __all__ = ["main"]
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         args["max_files"] = None
     torch.set_num_threads(args["threads"])
     try:
-        resolve_device(args["device"])  # a one-line error, before anything loads
+        process_device(args["device"])  # a one-line error, before anything loads
     except ValueError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     results = run_varmisuse(VarMisuseConfig(**args))

@@ -47,3 +47,34 @@ def test_cpu_dry_run_prints_every_row_without_errors():
     # header + rows: copy_u_sum (fwd, fwd+bwd), five other kernels, three models
     assert len(rows) == (1 + 2) + (1 + 5) + (1 + 3), result.stdout
     assert "error:" not in result.stdout and "failed" not in result.stdout, result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pyg", ["importable", "broken"])
+def test_cpu_dry_run_of_the_banded_and_gin_sections(tmp_path, pyg):
+    """Banded fp32 and bf16 rows; the GIN row runs `gnnforge train --compile`'s step
+    (StaticBatch packs, CompiledLoss, aot_eager here): one frame, no breaks, no recompiles.
+    Where PyG cannot import, its column is skipped with the reason printed."""
+    path = str(ROOT)
+    if pyg == "broken":
+        (tmp_path / "torch_geometric").mkdir()
+        (tmp_path / "torch_geometric" / "__init__.py").write_text(
+            "raise ImportError('broken for the test')\n")
+        path = f"{tmp_path}{os.pathsep}{ROOT}"
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"),
+                             "--cpu-dry-run", "--sections", "banded,gin",
+                             "--repeats", "1", "--warmup", "0"],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": path})
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert len(rows) == (1 + 2) + (1 + 1), result.stdout  # banded fp32, bf16; one GIN row
+    assert "compile: frames=1 graph_breaks=0 recompiles=0" in result.stdout, result.stdout
+    gin = rows[-1].split(" | ")
+    if pyg == "broken":
+        assert gin[2] == "skipped" and "PyG column skipped: torch_geometric does not import " \
+            "(broken for the test)" in result.stdout, result.stdout
+    else:
+        float(gin[2])
+        assert "skipped" not in result.stdout, result.stdout
+    assert "error:" not in result.stdout and "failed" not in result.stdout, result.stdout

@@ -48,3 +48,20 @@ def test_other_ops_run_numbas_kernels():
     with ops.use_backend("reference"):
         expected = ops.u_mul_e_sum(graph, x, weight)
     torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_mkl_under_bf16_autocast_computes_in_the_input_dtype(reduce):
+    """Autocast would cast the kernel's torch.sparse.mm to bfloat16, which MKL's CSR product
+    does not implement; like every kernel, mkl computes in its input's dtype there."""
+    graph = _graph(3, 30, 200)
+    x = torch.randn(30, 7, requires_grad=True)
+    results = []
+    for backend in ("reference", "mkl"):
+        with ops.use_backend(backend), torch.autocast("cpu", dtype=torch.bfloat16):
+            out = ops.gspmm(graph, "copy_lhs", reduce, x)
+            (gradient,) = torch.autograd.grad(out.sum(), x)
+        results.append((out, gradient))
+    assert results[1][0].dtype == torch.float32
+    torch.testing.assert_close(results[1][0], results[0][0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(results[1][1], results[0][1], atol=1e-5, rtol=1e-5)

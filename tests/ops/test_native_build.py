@@ -135,3 +135,16 @@ def test_variants_compute_the_same_copy_sum():
     expected = torch.stack([x[0] + x[2], torch.zeros(37), x[1] + x[1] + x[0]])
     for result in results:
         torch.testing.assert_close(result, expected)
+
+
+def test_the_sources_digest_covers_sources_and_headers(tmp_path, monkeypatch):
+    monkeypatch.setattr(_native_build, "_SOURCE_DIR", tmp_path)
+    (tmp_path / "spmm.cpp").write_text("int f();\n")
+    (tmp_path / "simd.h").write_text("#define W 8\n")
+    before = _native_build.sources_digest()
+    assert len(before) == 16 and before == _native_build.sources_digest()
+    (tmp_path / "simd.h").write_text("#define W 16\n")  # a header-only kernel edit
+    after_header = _native_build.sources_digest()
+    assert after_header != before
+    (tmp_path / "spmm.cpp").write_text("int g();\n")
+    assert _native_build.sources_digest() != after_header

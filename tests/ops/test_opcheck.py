@@ -99,6 +99,28 @@ def test_gsddmm_passes_opcheck(backend, op, targets):
                           (arrays, lhs, rhs, op, *targets, backend))
 
 
+# mkl runs copy_lhs sum/mean as torch.sparse.mm and hands everything else to numba's
+# kernels: its own two, and one of each other path through it.
+@pytest.mark.parametrize(("op", "reduce"), [("copy_lhs", "sum"), ("copy_lhs", "mean"),
+                                            ("copy_lhs", "max"), ("mul", "sum")])
+def test_gspmm_passes_opcheck_with_the_mkl_backend(op, reduce):
+    _spmm_check(random_graph("square", seed=3, num_edges=40), "mkl", op, reduce)
+    _spmm_check(random_graph("bipartite", seed=4, num_edges=30), "mkl", op, reduce,
+                index_dtype=torch.int64)
+
+
+def test_gsddmm_passes_opcheck_with_the_mkl_backend():
+    graph = random_graph("bipartite", seed=6, num_edges=30)
+    arrays = _arrays(graph, None, csc=True, coo=True)
+    generator = torch.Generator().manual_seed(1)
+    lhs = torch.randn(graph.num_src_nodes, 2, 3, generator=generator, dtype=torch.float64,
+                      requires_grad=True)
+    rhs = torch.randn(graph.num_dst_nodes, 2, 3, generator=generator, dtype=torch.float64,
+                      requires_grad=True)
+    torch.library.opcheck(torch.ops.gnnforge.gsddmm.default,
+                          (arrays, lhs, rhs, "dot", "u", "v", "mkl"))
+
+
 @pytest.mark.parametrize("backend", ["numba", *NATIVE])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_fused_gine_ops_pass_opcheck(dtype, backend):

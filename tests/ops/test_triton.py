@@ -348,29 +348,42 @@ def test_bfloat16_is_accumulated_in_float32():
     torch.testing.assert_close(out.float(), expected.to(torch.bfloat16).float(), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize(("op", "reduce"), [("mul", "sum"), ("copy_lhs", "max"),
-                                            ("copy_rhs", "min")])
-def test_spmm_custom_op_passes_opcheck(op, reduce):
+# (op, reduce, lhs feature shape, rhs feature shape) as the custom op receives them (after
+# `pad_operands`): every copy reduction, and binary ops with scalar, vector and per-head
+# edge features. Few cases: opcheck runs each op several times, in the interpreter here.
+OPCHECK_SPMM = [
+    ("copy_lhs", "sum", (2, 3), None),
+    ("copy_lhs", "mean", (2, 3), None),
+    ("copy_lhs", "max", (2, 3), None),
+    ("copy_lhs", "min", (3,), None),
+    ("copy_rhs", "min", None, (2, 3)),
+    ("mul", "sum", (3,), (1,)),            # edge scalar ([E] padded to [E, 1])
+    ("mul", "max", (3,), (3,)),            # edge vectors
+    ("mul", "sum", (2, 3), (2, 1)),        # per-head edge weights
+]
+
+
+@pytest.mark.parametrize(("op", "reduce", "lhs_shape", "rhs_shape"), OPCHECK_SPMM,
+                         ids=lambda value: str(value))
+def test_spmm_custom_op_passes_opcheck(op, reduce, lhs_shape, rhs_shape):
     from gnnforge.ops._custom_ops import spmm_op
     from gnnforge.ops._generic import _arrays
     graph = _graph(43, num_edges=8)
     arrays = _arrays(graph, torch.int64, True, True)
-    x = torch.randn(graph.num_src_nodes, 2, 3, device=DEVICE, requires_grad=True)
-    weight = torch.randn(graph.num_edges, 2, 1 if op == "mul" else 3, device=DEVICE,
-                         requires_grad=True)
-    torch.library.opcheck(spmm_op, (arrays, None if op == "copy_rhs" else x,
-                                    None if op == "copy_lhs" else weight, op, reduce,
-                                    "triton", True))
+    x = _leaf(graph.num_src_nodes, lhs_shape, torch.float32, 1)
+    weight = _leaf(graph.num_edges, rhs_shape, torch.float32, 2)
+    torch.library.opcheck(spmm_op, (arrays, x, weight, op, reduce, "triton", True))
 
 
-def test_sddmm_custom_op_passes_opcheck():
+@pytest.mark.parametrize("op", ["dot", "add"])             # u_dot_v, u_add_v
+def test_sddmm_custom_op_passes_opcheck(op):
     from gnnforge.ops._custom_ops import sddmm_op
     from gnnforge.ops._generic import _arrays
     graph = _graph(44, num_edges=8)
     arrays = _arrays(graph, None, True, True)
-    x = torch.randn(graph.num_src_nodes, 2, 3, device=DEVICE, requires_grad=True)
-    y = torch.randn(graph.num_dst_nodes, 2, 3, device=DEVICE, requires_grad=True)
-    torch.library.opcheck(sddmm_op, (arrays, x, y, "dot", "u", "v", "triton"))
+    x = _leaf(graph.num_src_nodes, (2, 3), torch.float32, 3)
+    y = _leaf(graph.num_dst_nodes, (2, 3), torch.float32, 4)
+    torch.library.opcheck(sddmm_op, (arrays, x, y, op, "u", "v", "triton"))
 
 
 # ----------------------------------------------------------------------------- dispatch

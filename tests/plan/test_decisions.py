@@ -380,3 +380,49 @@ def test_timing_noise_is_the_odd_even_difference_of_the_gain():
     assert _half_difference(default, plan) == pytest.approx(math.log(4.0) - math.log(2.0))
     assert _half_difference(plan, plan) == 0.0
     assert _half_difference([1.0], [2.0]) == 0.0
+
+
+def test_profile_records_name_the_kernel_variants_chosen_while_timing(monkeypatch):
+    """The kernel calibration chooses a class's variant on its first call: the records'
+    fingerprint is read after the timings, so the models record what their timings ran."""
+    from gnnforge.plan import _fingerprint, _profile
+
+    chosen: dict[str, str] = {"cpu_model": "test"}
+
+    def time_call(run, repeats):
+        chosen["kernel:copy_lhs.sum.float32.int32.w32B"] = "native:avx512"
+        return 1e-3
+
+    monkeypatch.setattr(_fingerprint, "fingerprint", lambda: dict(chosen))
+    monkeypatch.setattr(_profile, "time_call", time_call)
+    config = _profile.ProfileConfig(widths=(8,), heads=(1,), repeats=1)
+    records = _profile.collect([("grid", "road", grid_2d(4, 4))], config, progress=False)
+    assert records and all(r["fingerprint"] == chosen for r in records)
+
+
+def test_limit_threads_holds_after_the_numba_pool_started(tmp_path):
+    """Starting numba's OpenMP pool (a fingerprint() reads the kernel selection) resets
+    the process's OpenMP thread count: limit_threads(1) then left torch on 2 threads, and
+    `gnnforge doctor`-style checks reported "threads: 1 -> 2". A fresh process, since the
+    pool starts once per process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests._timeouts import SUBPROCESS_TIMEOUT_S
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 cores to tell 1 thread from all")
+    script = ("import torch\n"
+              "from gnnforge.plan._fingerprint import fingerprint\n"
+              "from gnnforge.plan._profile import limit_threads\n"
+              "fingerprint()\n"
+              "limit_threads(1)\n"
+              "print(torch.get_num_threads(), fingerprint()['threads'])\n")
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    env.pop("OMP_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, cwd=repo, timeout=SUBPROCESS_TIMEOUT_S, check=True)
+    assert out.stdout.split() == ["1", "1"]

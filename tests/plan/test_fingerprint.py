@@ -132,3 +132,20 @@ def test_every_kernel_class_a_planned_layer_runs_is_compared(name, monkeypatch):
             layer(graph, x, *extra).square().sum().backward()
     assert asked  # the selection was consulted
     assert not [key for key in sorted(asked) if not is_planned_kernel(f"kernel:{key}")]
+
+
+def test_the_shipped_models_were_fitted_on_the_current_kernel_sources():
+    """A kernel edit without a refit makes every planned layer measure on the machine the
+    models ship for (their `native_sources` no longer matches: found 2026-11-27 after three
+    kernel commits). Refit after a kernel change, on the machine kind the models ship for
+    (docs/planner.md, Re-profiling), rather than editing the recorded digest."""
+    import json
+
+    from gnnforge.ops._native_build import sources_digest
+    from gnnforge.plan._cost import MODELS_DIR
+
+    recorded = json.loads((MODELS_DIR / "info.json").read_text())["fingerprint"]
+    assert recorded.get("native_sources") == sources_digest(), (
+        f"the shipped cost models were fitted on native sources "
+        f"{recorded.get('native_sources')}, the kernels here are {sources_digest()}: refit "
+        "them (`gnnforge plan profile --threads 1`, docs/planner.md) after a kernel edit")

@@ -164,3 +164,36 @@ def test_a_known_signature_skips_the_guards_and_a_new_mode_compiles(tmp_path, mo
     assert stances == [True, True]
     frames, breaks, recompiles = task.compiled.counts()
     assert (frames, breaks, recompiles) == (2, 0, 0)
+
+
+def test_a_backend_change_compiles_anew_instead_of_reusing_the_graph(tmp_path, monkeypatch):
+    """The kernels are chosen at trace time; known signatures skip dynamo's guards, so the
+    signature must carry the ops backend: a `use_backend` block or a changed
+    GNNFORGE_BACKEND compiles a new graph instead of running the stale one."""
+    import gnnforge.ops
+    from gnnforge.ops import _dispatch
+
+    monkeypatch.delenv("GNNFORGE_BACKEND", raising=False)
+    task = _task(tmp_path)
+    task.compiled = CompiledLoss(task._loss_value, backend="aot_eager")
+    traced: list[str] = []
+    original = _dispatch._choose
+
+    def recording(family, device):
+        choice = original(family, device)
+        traced.append(choice.backend)
+        return choice
+    monkeypatch.setattr(_dispatch, "_choose", recording)
+    model = task.build_model()
+    task.start_epoch(0)
+    batch = StaticBatch.from_batch(task.batch(0))
+    task.compiled(model, batch)
+    task.compiled(model, batch)
+    assert task.compiled.counts() == (1, 0, 0) and "torch" not in traced
+    monkeypatch.setenv("GNNFORGE_BACKEND", "torch")
+    task.compiled(model, batch)
+    assert task.compiled.counts() == (2, 0, 0) and traced[-1] == "torch"
+    with gnnforge.ops.use_backend("reference"):
+        loss = task.compiled(model, batch)
+        assert task.compiled.counts() == (3, 0, 0) and traced[-1] == "reference"
+        torch.testing.assert_close(loss, task._loss_value(model, batch))

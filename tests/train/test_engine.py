@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 
 import pytest
 import torch
@@ -96,3 +97,52 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
         save_checkpoint(path, {"value": torch.tensor([2])})
     assert torch.equal(load_checkpoint(path)["value"], torch.tensor([1]))
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # no temporary left
+
+
+class CountingTask(ScriptedTask):
+    """Ten steps an epoch of 3 to 5 rows; notes each step's loss and the loss reads
+    (`.item()`, `float()`) made before it."""
+
+    def __init__(self, script, reads):
+        super().__init__(script)
+        self.x = torch.randn(40, 3, generator=torch.Generator().manual_seed(1))
+        self.reads, self.seen = reads, []
+
+    def start_epoch(self, epoch):
+        self.epoch = epoch
+        self.seen.append([])
+        return 10
+
+    def batch(self, index):
+        return self.x[index * 4:index * 4 + 3 + index % 3]
+
+    def loss(self, model, batch):
+        loss, items = super().loss(model, batch)
+        self.seen[-1].append((loss.detach().clone(), items, self.reads[0]))
+        return loss, items
+
+
+def test_the_epoch_loss_is_read_once_and_equals_the_host_sum(tmp_path, monkeypatch):
+    """The step keeps its loss on the device (a read is a host sync that stalls a GPU): the
+    loop makes no `.item()` or `float()` between steps (Adam reads its CPU step counter,
+    not counted), and the epoch's train_loss is exactly the old per-step host sum,
+    sum(float(loss) * items) / items."""
+    reads = [0]
+    for name in ("item", "__float__"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(tensor, original=original):
+            reads[0] += sys._getframe(1).f_globals["__name__"] == "gnnforge.train._engine"
+            return original(tensor)
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    task = CountingTask([3.0, 2.0, 1.0], reads)
+    fit(TrainConfig(task="graph", epochs=3, progress=False, out_dir=str(tmp_path)), task,
+        printer=lambda *_: None)
+    monkeypatch.undo()
+    epochs = json.loads((tmp_path / "metrics.json").read_text())["epochs"]
+    for row, steps in zip(epochs, task.seen, strict=True):
+        assert len({before for _, _, before in steps}) == 1  # nothing read within the epoch
+        total = 0.0
+        for loss, items, _ in steps:
+            total += float(loss) * items
+        assert row["train_loss"] == total / sum(items for _, items, _ in steps)

@@ -165,3 +165,82 @@ def test_banded_and_sparse_training_agree_step_by_step(corpus):
         parameters.append(dict(model.named_parameters()))
     for name, value in parameters[0].items():
         assert torch.allclose(value, parameters[1][name], atol=1e-5), name
+
+
+@pytest.fixture
+def rank_one_of_two_gpus(monkeypatch):
+    """Rank 1 of a torchrun on a node with two (fake) GPUs: placements are recorded instead
+    of done (everything stays on the CPU), and `_on` hands back a new batch object so that
+    what was built from the moved batch can be told apart."""
+    from torch import nn
+
+    from gnnforge.train import _varmisuse
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    calls = {"current": [], "models": [], "batches": [], "wrapped": [], "moved": {}}
+    monkeypatch.setattr(torch.cuda, "set_device", calls["current"].append)
+    monkeypatch.setattr(_varmisuse.VarMisuseModel, "to",
+                        lambda model, device: calls["models"].append(device) or model)
+
+    def move(batch, device):
+        calls["batches"].append(device)
+        moved = batch.to("cpu")                                    # a new, equal object
+        calls["moved"][id(moved)] = (moved, device)
+        return moved
+    monkeypatch.setattr(_varmisuse, "_on", move)
+    monkeypatch.setattr(_varmisuse, "_distributed", lambda: (1, 2))
+
+    class RecordingDDP(nn.Module):
+        def __init__(self, module, **options):
+            super().__init__()
+            self.module = module
+            calls["wrapped"].append(options)
+
+        def forward(self, *args):
+            return self.module(*args)
+    monkeypatch.setattr(nn.parallel, "DistributedDataParallel", RecordingDDP)
+    return calls
+
+
+def _tiny_banded_run(**options):
+    return run_varmisuse(VarMisuseConfig(max_files=6, hidden=8, num_steps=1, epochs=1,
+                                         block_size=32, num_slots=128, progress=False,
+                                         backends=("banded",), device="cuda", **options))
+
+
+def test_models_train_on_the_process_device(rank_one_of_two_gpus, monkeypatch):
+    """Under torchrun on a GPU node each rank trains on cuda:LOCAL_RANK: the device is made
+    current, the model and every batch go there, and DDP is given that device."""
+    from gnnforge.train import _varmisuse
+
+    monkeypatch.setattr(_varmisuse, "evaluate", lambda *args, **kwargs: (0.5, 0.5))
+    calls = rank_one_of_two_gpus
+    _tiny_banded_run()
+    gpu = torch.device("cuda", 1)
+    assert calls["current"] == [gpu]
+    assert calls["models"] == [gpu, gpu]                      # T=1 and the T=0 baseline
+    assert calls["batches"] and set(calls["batches"]) == {gpu}
+    assert [options["device_ids"] for options in calls["wrapped"]] == [[1], [1]]
+
+
+def test_banded_blocks_are_built_on_the_target_device(rank_one_of_two_gpus, monkeypatch):
+    """Every batch's blocks are built from the batch already on the device (training:
+    the process's GPU; evaluation: the model's device), never on the CPU before the copy."""
+    from gnnforge.train import _varmisuse
+
+    calls, built = rank_one_of_two_gpus, []
+    original = _varmisuse.compile_blocks
+
+    def compile_blocks(graph, *args, **kwargs):
+        built.append(calls["moved"].get(id(graph), (None, None))[1])
+        return original(graph, *args, **kwargs)
+    monkeypatch.setattr(_varmisuse, "compile_blocks", compile_blocks)
+    _tiny_banded_run(baseline=False)
+    gpu = torch.device("cuda", 1)
+    training = calls["batches"].count(gpu)
+    assert training and built[:training] == [gpu] * training
+    # Evaluation moves to the model's device (the CPU here: placements are only recorded).
+    assert len(built) > training and None not in built
