@@ -143,6 +143,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graphs", nargs="+", default=["pubmed", "rmat16"])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="extend cheap cells' rounds until the timed calls of all "
+                        "methods add up to this many seconds (odd count, at most 101 rounds)")
     parser.add_argument("--variant", default=None,
                         help="force one native build (sse2, avx2, avx512); default the widest")
     parser.add_argument("--ops", nargs="+", default=list(OPS), help="subset of the op names")
@@ -151,7 +154,8 @@ def main(argv=None) -> int:
     if dgl is None:
         print(f"DGL skipped: {reason}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"native variant {args.variant or 'default (widest)'}, median of {args.repeats}")
+          f"native variant {args.variant or 'default (widest)'}, median of >= "
+          f"{args.repeats} rounds (cells under {args.min_seconds} s get more)")
     names = ["gnnforge", "native", "numba", "dgl", "dgl no-libxsmm"]
     for title, graph in _graphs(args.graphs):
         dgl_graph = _dgl_graph(dgl, graph) if dgl is not None else None
@@ -170,7 +174,7 @@ def main(argv=None) -> int:
             for backward in (False, True):
                 times = interleaved_median_ms(
                     {m: make(call, dgl_name, operands, backward) for m, make in methods.items()},
-                    args.repeats)
+                    args.repeats, args.min_seconds)
                 ratios = [f"{times[m] / times['gnnforge']:.2f}x" if m in times else "n/a"
                           for m in ("dgl", "dgl no-libxsmm")]
                 cells = " | ".join(f"{times[m]:.2f}" for m in header)

@@ -11,9 +11,11 @@ For each cell of the spmm grid (copy_u_sum on R-MAT 2^17/2^21 and Pubmed, F = 16
 - DGL 2.1's `dgl.ops.copy_u_sum` with libxsmm on (its AVX-512 path, where the CPU has it)
   and off (the generic OpenMP loop every other CPU gets), and `torch.sparse.mm`,
 
-and prints `default / best candidate` (selection target: <= 1.10) and `fastest DGL /
-default` (speed target: > 1). Every time is the median of --repeats rounds after one
-warm-up round; a round runs every method once (interleaved, so drift hits all alike).
+and prints `default / best candidate` (selection target: <= 1.10), the same ratio again
+from the default and that candidate re-timed alone side by side (`_CONFIRM_ROUNDS`
+rounds), and `fastest DGL / default` (speed target: > 1). Every time is the median of
+--repeats rounds (more for cheap cells: --min-seconds) after one warm-up round; a round
+runs every method once (interleaved, so drift hits all alike).
 
     python benchmarks/kernel_selection.py                      # this machine, all candidates
     python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2
@@ -123,7 +125,14 @@ def _chosen(kernel_class: KernelClass, new_trials: list[dict], earlier: str | No
     return _autotune.choice(kernel_class)
 
 
-def grid(workloads, widths, repeats, dgl):
+# Rounds of the re-timing of the default path against the cell's fastest candidate alone:
+# with eight methods in a round, a cell whose default runs the fastest candidate's own
+# kernel still reads up to 1.3x apart (drift between their slots); two methods timed
+# side by side again tell a selection miss from that noise.
+_CONFIRM_ROUNDS = 15
+
+
+def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
     graphs = {name: _load(name, shared_datasets_dir()) for name in workloads}
     cells = [(name, width, mode) for name in workloads for width in widths
              for mode in ("fwd", "fwd+bwd")]
@@ -131,7 +140,7 @@ def grid(workloads, widths, repeats, dgl):
     for name, width, mode in tqdm(cells, desc="copy_u_sum cells", file=sys.stderr):
         methods = _methods(graphs[name], width, mode == "fwd+bwd", dgl, torch.int32)
         trials_before = len(_trials.trial_results())
-        ms = interleaved_median_ms(methods, repeats)
+        ms = interleaved_median_ms(methods, repeats, min_seconds)
         candidates = [m for m in ms if m not in ("default", "sparse.mm", "dgl", "dgl generic")]
         best = min(candidates, key=ms.get)
         dgl_best = min((ms[m] for m in ("dgl", "dgl generic") if m in ms), default=float("nan"))
@@ -141,11 +150,15 @@ def grid(workloads, widths, repeats, dgl):
         chosen = _chosen(kernel_class, _trials.trial_results()[trials_before:],
                          decided.get((name, kernel_class)))
         decided[(name, kernel_class)] = chosen
+        again = interleaved_median_ms({"default": methods["default"], best: methods[best]},
+                                      _CONFIRM_ROUNDS, min_seconds)
         names = list(ms)
         rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
-                     f"{ms['default'] / ms[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])
+                     f"{ms['default'] / ms[best]:.2f}",
+                     f"{again['default'] / again[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])
     header = ["workload", "F", "pass", *(f"{m} ms" for m in names), "chosen (forward)",
-              "fastest candidate", "default / fastest", "fastest DGL / default"]
+              "fastest candidate", "default / fastest", "default / fastest, again",
+              "fastest DGL / default"]
     return header, rows
 
 
@@ -206,6 +219,9 @@ def main(argv=None) -> int:
     parser.add_argument("--workloads", default="rmat,pubmed")
     parser.add_argument("--widths", default="16,64,256")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per cell (>= 5)")
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="extend cheap cells' rounds until the timed calls of all "
+                        "methods add up to this many seconds (odd count, at most 101 rounds)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--restriction", choices=tuple(RESTRICTIONS), default="all",
                         help="(set by --restrictions for its child runs)")
@@ -215,7 +231,8 @@ def main(argv=None) -> int:
     if args.restrictions:
         for restriction, env in RESTRICTIONS.items():
             command = [sys.executable, __file__, "--workloads", args.workloads, "--widths",
-                       args.widths, "--repeats", str(args.repeats), "--threads",
+                       args.widths, "--repeats", str(args.repeats), "--min-seconds",
+                       str(args.min_seconds), "--threads",
                        str(args.threads), "--restriction", restriction]
             subprocess.run(command, env={**os.environ, **env}, check=True)
         return 0
@@ -229,9 +246,10 @@ def main(argv=None) -> int:
     print(f"\n### copy_u_sum, restriction: {args.restriction}\n")
     print(machine_line(args.restriction))
     print(f"command: python benchmarks/kernel_selection.py --restriction {args.restriction} "
-          f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats}\n")
+          f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats} "
+          f"--min-seconds {args.min_seconds}\n")
     header, rows = grid(args.workloads.split(","), [int(w) for w in args.widths.split(",")],
-                        args.repeats, dgl)
+                        args.repeats, dgl, args.min_seconds)
     print_table(header, rows)
     print("\n" + selection_overhead())
     return 0

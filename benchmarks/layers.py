@@ -184,6 +184,9 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", default="pubmed,github")
     parser.add_argument("--layers", default="gcn,gat,sage")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="extend cheap cells' rounds until the timed calls of all "
+                        "methods add up to this many seconds (odd count, at most 101 rounds)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -198,7 +201,7 @@ def main(argv=None) -> int:
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} "
           f"threads, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"command: python benchmarks/layers.py --datasets {args.datasets} --layers "
-          f"{args.layers} --repeats {args.repeats}\n")
+          f"{args.layers} --repeats {args.repeats} --min-seconds {args.min_seconds}\n")
     header = ["dataset", "layer", "mode", "gnnforge ms", "dgl64 ms", "dgl32 ms", "pyg ms",
               "vs fastest peer", "max |peer - ours|"]
     rows = []
@@ -214,7 +217,7 @@ def main(argv=None) -> int:
                          for name, (_, _, out) in result.items() if name != "gnnforge")
         for mode, index in (("train", 0), ("infer", 1)):
             ms = interleaved_median_ms({name: runs_[index] for name, runs_ in result.items()},
-                                       args.repeats)
+                                       args.repeats, args.min_seconds)
             peers = [value for name, value in ms.items() if name != "gnnforge"]
             rows.append([dataset, kind, mode, *(f"{ms.get(n, float('nan')):.2f}"
                                                 for n in ("gnnforge", "dgl64", "dgl32", "pyg")),

@@ -100,6 +100,12 @@ def _kernels() -> list[str]:
                           sorted(entry.get("min_ms", entry["median_ms"]).items(),
                                  key=lambda item: item[1]))
         lines.append(f"  {key:34s} -> {entry['choice']:12s} (ms: {times})")
+    busy = [key for key, entry in measured.items() if entry.get("descheduled_runs", 0)]
+    if busy:
+        lines.append(f"  {len(busy)} class(es) measured while other processes had the cores "
+                     f"(timed calls descheduled even after retries, e.g. {busy[0]}): their "
+                     f"choice may be arbitrary; `gnnforge tune --force` on a quieter "
+                     f"machine measures them again")
     return lines
 
 

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from gnnforge.ops._candidates import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
 from gnnforge.ops._dispatch import kernel
+from gnnforge.ops._edge_order import edge_ordered, reads_edge_rows
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_binary import extreme_grad_native as binary_extreme_grad_native
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
@@ -122,8 +123,13 @@ def spmm(arrays: list[Tensor], lhs: Tensor | None, rhs: Tensor | None, op: str, 
 
 
 def _spmm_kernel(arrays, lhs, rhs, op, reduce, backend, record_args):
-    return kernel("gspmm", backend)(arrays[ROWPTR], arrays[COL], arrays[EIDS], lhs, rhs, op,
-                                    reduce, record_args)
+    col, eids = arrays[COL], arrays[EIDS]
+    if is_cpu_backend(backend) and reads_edge_rows(rhs, reduce, eids):
+        # Wide edge rows summed: read them in storage order where the edge list is
+        # grouped by destination (_edge_order).
+        col, eids = edge_ordered(arrays[ROWPTR], col, eids) or (col, eids)
+    return kernel("gspmm", backend)(arrays[ROWPTR], col, eids, lhs, rhs, op, reduce,
+                                    record_args)
 
 
 def _spmm_setup(ctx, inputs, output):

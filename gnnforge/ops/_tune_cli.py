@@ -10,7 +10,8 @@ DESCRIPTION = "Time the kernel candidates of every common kernel class and recor
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
-                        help="measure again classes that already have a recorded choice")
+                        help="measure again every class that has a recorded choice "
+                        "(the common ones and those measured on first use)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -178,6 +178,7 @@ def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: st
         mine = [train_ids[int(i)] for i in order[rank::world]]
         bar = tqdm(mine, desc=f"{backend} T={num_steps} epoch {epoch + 1}", unit="batch",
                    disable=not config.progress or rank != 0)
+        shown_at = float("-inf")
         for group in bar:
             (batch,) = _batches(compiled, [group])
             batch = _on(batch, device)
@@ -190,8 +191,23 @@ def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: st
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            shown_at = _show_loss(bar, loss, shown_at)
     return model.module if world > 1 else model
+
+
+# Reading the loss is a host sync (a GPU stops running ahead of the loop): the bar shows it
+# at most once a second, and not at all when the bar is off.
+_BAR_PERIOD_S = 1.0
+
+
+def _show_loss(bar, loss: Tensor, shown_at: float) -> float:
+    """Put the step's loss on the bar when it is shown and a period has passed since the
+    last read; returns the time of the last read."""
+    now = time.monotonic()
+    if bar.disable or now - shown_at < _BAR_PERIOD_S:
+        return shown_at
+    bar.set_postfix(loss=f"{loss.item():.3f}")
+    return now
 
 
 def _compile_splits(config: VarMisuseConfig, examples, splits):

@@ -32,6 +32,14 @@ def fresh_cache(tmp_path, monkeypatch):
     _autotune.forget()
 
 
+def _spin(seconds: float) -> None:
+    """Busy for `seconds` (a kernel keeps its process running; sleeping would read as
+    descheduled to the calibration)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def _fake_runners(monkeypatch, seconds: dict[str, float]) -> list[str]:
     """Candidates that sleep for a set time instead of running kernels; returns the call log."""
     calls: list[str] = []
@@ -39,7 +47,7 @@ def _fake_runners(monkeypatch, seconds: dict[str, float]) -> list[str]:
     def runner(name, kernel_class):
         def run():
             calls.append(name)
-            time.sleep(seconds[name])
+            _spin(seconds[name])
         return run
 
     monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
@@ -279,3 +287,74 @@ def test_per_head_edge_weights_are_their_own_class(fresh_cache):
     torch.testing.assert_close(actual, expected)
     keys = list(_autotune.measured_classes())
     assert any(key.startswith("mul_heads.sum.float32.") for key in keys), keys
+
+
+class _FakeClocks:
+    """perf_counter / process_time for `_autotune`: each call of a fake kernel advances the
+    wall clock by its time and the CPU clock by its time x the share it ran."""
+
+    def __init__(self):
+        self.wall = self.cpu = 0.0
+
+    def advance(self, seconds: float, running_share: float) -> None:
+        self.wall += seconds
+        self.cpu += seconds * running_share
+
+
+def _clocked_runners(monkeypatch, plans: dict[str, list[tuple[float, float]]]):
+    """Candidates whose successive calls take (seconds, running share) from `plans`
+    (the last entry repeats); returns the calls made per candidate."""
+    clocks, calls = _FakeClocks(), {name: 0 for name in plans}
+    monkeypatch.setattr(_autotune.time, "perf_counter", lambda: clocks.wall)
+    monkeypatch.setattr(_autotune.time, "process_time", lambda: clocks.cpu)
+
+    def runner(name, kernel_class):
+        def run():
+            plan = plans[name]
+            clocks.advance(*plan[min(calls[name], len(plan) - 1)])
+            calls[name] += 1
+        return run
+
+    monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
+    monkeypatch.setattr(_autotune, "candidates", lambda kernel_class: list(plans))
+    return calls
+
+
+def test_a_descheduled_call_is_timed_again_and_does_not_decide(fresh_cache, monkeypatch):
+    # numba is the faster kernel (1 ms vs 2 ms) but its first timed call ran while the
+    # process was off the cores (8 ms wall, 5% CPU); the calibration must time it again.
+    plans = {"numba": [(0.001, 1.0), (0.008, 0.05), (0.001, 1.0)],
+             "native:sse2": [(0.002, 1.0)]}
+    calls = _clocked_runners(monkeypatch, plans)
+    assert _autotune.choice(SUM64) == "numba"
+    entry = _autotune.measured_classes()[SUM64.key()]
+    assert entry["min_ms"]["numba"] == pytest.approx(1.0)
+    assert entry["median_ms"]["numba"] == pytest.approx(1.0)  # the 8 ms call not kept
+    assert entry["descheduled_runs"] == 0
+    assert calls["numba"] == 1 + 1 + _autotune._ROUNDS  # warm-up, the retried call, rounds
+
+
+def test_calls_descheduled_every_time_are_counted_and_named_by_doctor(fresh_cache,
+                                                                      monkeypatch):
+    plans = {"numba": [(0.008, 0.05)], "native:sse2": [(0.008, 0.05)]}
+    calls = _clocked_runners(monkeypatch, plans)
+    _autotune.choice(SUM64)
+    entry = _autotune.measured_classes()[SUM64.key()]
+    assert entry["descheduled_runs"] == 2 * _autotune._ROUNDS
+    assert calls["numba"] == 1 + _autotune._ROUNDS * (_autotune._RETRIES + 1)
+    monkeypatch.undo()  # the real clocks again for doctor
+    monkeypatch.setenv("GNNFORGE_CACHE", str(fresh_cache))
+    text = gnnforge.doctor()
+    assert "measured while other processes had the cores" in text and SUM64.key() in text
+
+
+def test_tune_force_measures_every_recorded_class_again(fresh_cache, monkeypatch):
+    first_use = KernelClass("mul", "sum", "float64", "int64", 1)
+    _fake_runners(monkeypatch, {"numba": 0.0005, "native:sse2": 0.001})
+    _autotune.choice(first_use)                 # measured on first use, not a common class
+    assert first_use not in _autotune.common_classes()
+    measured: list[KernelClass] = []
+    real = _autotune._calibrate
+    monkeypatch.setattr(_autotune, "_calibrate", lambda c: measured.append(c) or real(c))
+    _autotune.tune(classes=None, force=True)
+    assert first_use in measured and set(_autotune.common_classes()) <= set(measured)

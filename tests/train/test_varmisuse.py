@@ -114,6 +114,40 @@ def test_tiny_run_reports_every_model():
     assert 0 < results["chance"][1] < 1 and "VarMisuse examples" in results["examples"]
 
 
+def test_training_reads_no_loss_per_step_without_a_bar(monkeypatch):
+    """The loss read is a host sync: with the bar off, the training loop never reads it."""
+    import sys
+
+    reads = [0]
+    original = torch.Tensor.item
+
+    def counted(tensor):
+        reads[0] += sys._getframe(1).f_globals["__name__"] == "gnnforge.train._varmisuse"
+        return original(tensor)
+    monkeypatch.setattr(torch.Tensor, "item", counted)
+    run_varmisuse(VarMisuseConfig(max_files=6, hidden=8, num_steps=1, epochs=1,
+                                  block_size=32, num_slots=128, progress=False,
+                                  backends=("sparse",)))
+    assert reads[0] == 0
+
+
+def test_the_bar_shows_the_loss_at_most_once_a_period():
+    from gnnforge.train._varmisuse import _show_loss
+
+    class Bar:
+        disable, shown = False, []
+
+        def set_postfix(self, **values):
+            self.shown.append(values["loss"])
+    bar, loss = Bar(), torch.tensor(0.25)
+    shown_at = _show_loss(bar, loss, float("-inf"))
+    for _ in range(100):
+        shown_at = _show_loss(bar, loss, shown_at)
+    assert bar.shown == ["0.250"]
+    bar.disable = True
+    assert _show_loss(bar, loss, float("-inf")) == float("-inf") and len(bar.shown) == 1
+
+
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_ddp_two_processes_stay_in_sync(tmp_path):
