@@ -12,6 +12,7 @@ not stored in these files; none are invented.
 from __future__ import annotations
 
 import io
+import math
 import tokenize
 from pathlib import Path
 from typing import Any
@@ -58,11 +59,22 @@ def _read_member(raw: bytes, where: str) -> Any:
     if dtype.hasobject:
         value = safe_loads(raw[handle.tell() :], where)
         return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
+    _check_data_size(shape, dtype, len(raw) - handle.tell(), where)
     handle.seek(0)
     try:
         return np.lib.format.read_array(handle, allow_pickle=False)
     except (ValueError, EOFError) as error:
         raise DataFormatError(where, f"unreadable array ({error})") from error
+
+
+def _check_data_size(shape: tuple[int, ...], dtype: np.dtype, present: int, where: str) -> None:
+    """A header must not declare more data than the member holds: numpy allocates the
+    declared array before reading (a crafted 2^31-element string header asked for 176
+    GiB and ended in MemoryError)."""
+    declared = math.prod(shape) * dtype.itemsize
+    if declared > present:
+        raise DataFormatError(where, f"the array header declares shape {shape} of {dtype} "
+                                     f"({declared:,} bytes) but the member holds {present:,}")
 
 
 def npz_kind(members: dict[str, Any]) -> str | None:

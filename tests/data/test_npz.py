@@ -82,6 +82,21 @@ def test_evil_member_is_refused(tmp_path):
         read_graph_npz(path)
 
 
+def test_a_header_declaring_more_data_than_the_member_holds_is_refused(tmp_path):
+    """numpy would allocate the declared array first (2^31 strings of 22 characters:
+    176 GiB, a MemoryError); the reader names the member and the sizes instead."""
+    raw = _npy(np.array(["a"], dtype="<U22"))
+    header_end = raw.index(b"\n") + 1
+    forged = raw[:header_end].replace(b"(1,)", b"(2147483648,)")
+    forged = forged[:header_end - 1].ljust(header_end - 1) + b"\n"
+    path = _zip(tmp_path / "huge.npz", {"src": forged + raw[header_end:],
+                                         "dst": _npy(np.zeros(1, np.int64)),
+                                         "num_nodes": _npy(np.int64(1))})
+    with pytest.raises(DataFormatError, match=r"huge\.npz\[src\.npy\].*declares shape "
+                                              r"\(2147483648,\).*holds 88"):
+        read_graph_npz(path)
+
+
 def test_unknown_layout_and_bad_zip(tmp_path):
     path = tmp_path / "other.npz"
     np.savez(path, something=np.zeros(3))
