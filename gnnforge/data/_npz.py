@@ -63,7 +63,7 @@ def _read_member(raw: bytes, where: str) -> Any:
     handle.seek(0)
     try:
         return np.lib.format.read_array(handle, allow_pickle=False)
-    except (ValueError, EOFError) as error:
+    except (ValueError, EOFError, OverflowError) as error:
         raise DataFormatError(where, f"unreadable array ({error})") from error
 
 
@@ -71,6 +71,9 @@ def _check_data_size(shape: tuple[int, ...], dtype: np.dtype, present: int, wher
     """A header must not declare more data than the member holds: numpy allocates the
     declared array before reading (a crafted 2^31-element string header asked for 176
     GiB and ended in MemoryError)."""
+    if any(size >= 2**62 for size in shape):  # numpy's int64 element count would overflow
+        raise DataFormatError(where, f"the array header declares shape {shape}: a dimension "
+                                     f"beyond 2^62")
     declared = math.prod(shape) * dtype.itemsize
     if declared > present:
         raise DataFormatError(where, f"the array header declares shape {shape} of {dtype} "

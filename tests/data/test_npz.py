@@ -97,6 +97,20 @@ def test_a_header_declaring_more_data_than_the_member_holds_is_refused(tmp_path)
         read_graph_npz(path)
 
 
+def test_a_header_with_an_overflowing_dimension_is_refused(tmp_path):
+    """Shape (0, 2^70): zero elements, so no size check trips, but numpy's int64 element
+    count overflows (OverflowError)."""
+    raw = _npy(np.zeros((0, 1), dtype=np.int64))
+    header_end = raw.index(b"\n") + 1
+    forged = raw[:header_end].replace(b"(0, 1)", b"(0, 1180591620717411303424)")
+    forged = forged[:header_end - 1].ljust(header_end - 1) + b"\n"
+    path = _zip(tmp_path / "wide.npz", {"src": forged + raw[header_end:],
+                                         "dst": _npy(np.zeros(1, np.int64)),
+                                         "num_nodes": _npy(np.int64(1))})
+    with pytest.raises(DataFormatError, match=r"wide\.npz\[src\.npy\].*beyond 2\^62"):
+        read_graph_npz(path)
+
+
 def test_unknown_layout_and_bad_zip(tmp_path):
     path = tmp_path / "other.npz"
     np.savez(path, something=np.zeros(3))
