@@ -92,6 +92,9 @@ def read_edge_list(
                 line_of_row(body, row, first_line)
             )
     declared = _declared_nodes(data, header, table.shape[0])
+    if declared is not None and declared > np.iinfo(np.int64).max:
+        raise DataFormatError(path, f"the file declares {declared} nodes, more than an int64 "
+                                    f"count holds (2**63 - 1)")
     src, dst = np.ascontiguousarray(ends[:, 0]), np.ascontiguousarray(ends[:, 1])
     if src.size and min(src.min(), dst.min()) < 0:
         row = int(np.nonzero((src < 0) | (dst < 0))[0][0])

@@ -81,6 +81,14 @@ def test_declared_too_small(tmp_path):
         read_edge_list(_write(tmp_path, "d.txt", "# Nodes: 2\n0 5\n"))
 
 
+@pytest.mark.parametrize("header", ["# Nodes: 9223372036854775808\n",
+                                    "9223372036854775808 1\n"])
+def test_a_declared_node_count_beyond_int64_is_refused(tmp_path, header):
+    with pytest.raises(DataFormatError, match="declares 9223372036854775808 nodes, more "
+                                              "than an int64"):
+        read_edge_list(_write(tmp_path, "huge.txt", header + "0 1\n"))
+
+
 def test_slashdot_known_answer(datasets_dir):
     path = datasets_dir / "snap_soc_slashdot0902" / "soc-Slashdot0902.txt.gz"
     graph, meta = read_edge_list(path)
