@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import io
 import pickle
+import pickletools
 import struct
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -87,6 +88,7 @@ def safe_loads(data: bytes, path: str | Path = "<bytes>") -> Any:
         UnsafePickleError: the pickle references a global that is not allowed.
         DataFormatError: the bytes are not a valid pickle.
     """
+    _check_memo_indices(data, path)
     try:
         return _RestrictedUnpickler(io.BytesIO(data), str(path)).load()
     except UnsafePickleError:
@@ -107,6 +109,37 @@ def safe_loads(data: bytes, path: str | Path = "<bytes>") -> Any:
         raise DataFormatError(
             path, f"not a valid pickle ({type(error).__name__}: {error})"
         ) from error
+
+
+_MEMO_PUTS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+
+
+def _check_memo_indices(data: bytes, path: str | Path) -> None:
+    """Refuse a memo index larger than the pickle itself.
+
+    The C unpickler keeps its memo in an array sized by the largest index a PUT names:
+    one crafted LONG_BINPUT of 2^31 in a 60 KB Planetoid graph file asked for tens of GiB
+    and the process was killed for memory (fuzzing found it). A pickler numbers its memo
+    entries in order, each after at least one opcode, so a valid index is below the
+    pickle's length. Scanning the opcodes costs no objects; a malformed stream is left to
+    the unpickler, which reports it.
+    """
+    bad = _first_oversized_put(data)
+    if bad is not None:
+        index, position = bad
+        raise DataFormatError(path, f"not a valid pickle (memo index {index} at byte "
+                                    f"{position}, in {len(data)} bytes)")
+
+
+def _first_oversized_put(data: bytes) -> tuple[int, int] | None:
+    """(index, byte position) of the first PUT naming an index beyond len(data)."""
+    try:
+        for opcode, argument, position in pickletools.genops(data):
+            if opcode.name in _MEMO_PUTS and argument > len(data):
+                return argument, position
+    except (ValueError, TypeError, OverflowError, UnicodeDecodeError, struct.error):
+        pass
+    return None
 
 
 def safe_load(path: str | Path) -> Any:

@@ -60,3 +60,13 @@ def test_real_planetoid_pickles_load(datasets_dir):
     assert isinstance(graph, collections.defaultdict) and len(graph) == 2708
     allx = safe_load(datasets_dir / "planetoid" / "ind.cora.allx")
     assert scipy.sparse.issparse(allx) and allx.shape == (1708, 1433)
+
+
+def test_a_memo_index_beyond_the_pickle_is_refused_before_unpickling():
+    """The C unpickler sizes its memo array by the largest PUT index: a 2^31 index in a
+    tiny pickle asked for tens of GiB (the fuzzer's Planetoid finding, killed for memory)."""
+    forged = b"\x80\x02]r\x00\x00\x00\x80."  # PROTO 2, EMPTY_LIST, LONG_BINPUT 2^31, STOP
+    with pytest.raises(DataFormatError, match=r"memo index 2147483648 at byte 3"):
+        safe_loads(forged, "graph.pkl")
+    honest = pickle.dumps([[1, 2], [3]] * 300, protocol=2)   # many memo entries
+    assert safe_loads(honest) == [[1, 2], [3]] * 300
