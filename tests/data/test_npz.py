@@ -82,16 +82,25 @@ def test_evil_member_is_refused(tmp_path):
         read_graph_npz(path)
 
 
+def _forged_shape(array: np.ndarray, shape: bytes) -> bytes:
+    """`array`'s .npy bytes with the shape in its header replaced by `shape` (the header
+    keeps its length: the padding absorbs the longer text)."""
+    raw = _npy(array)
+    header_end = raw.index(b"\n") + 1
+    forged = raw[:header_end].replace(str(array.shape).encode(), shape)
+    return forged[:header_end - 1].ljust(header_end - 1) + b"\n" + raw[header_end:]
+
+
+def _edge_arrays_zip(path, src_raw: bytes):
+    return _zip(path, {"src": src_raw, "dst": _npy(np.zeros(1, np.int64)),
+                       "num_nodes": _npy(np.int64(1))})
+
+
 def test_a_header_declaring_more_data_than_the_member_holds_is_refused(tmp_path):
     """numpy would allocate the declared array first (2^31 strings of 22 characters:
     176 GiB, a MemoryError); the reader names the member and the sizes instead."""
-    raw = _npy(np.array(["a"], dtype="<U22"))
-    header_end = raw.index(b"\n") + 1
-    forged = raw[:header_end].replace(b"(1,)", b"(2147483648,)")
-    forged = forged[:header_end - 1].ljust(header_end - 1) + b"\n"
-    path = _zip(tmp_path / "huge.npz", {"src": forged + raw[header_end:],
-                                         "dst": _npy(np.zeros(1, np.int64)),
-                                         "num_nodes": _npy(np.int64(1))})
+    path = _edge_arrays_zip(tmp_path / "huge.npz",
+                            _forged_shape(np.array(["a"], dtype="<U22"), b"(2147483648,)"))
     with pytest.raises(DataFormatError, match=r"huge\.npz\[src\.npy\].*declares shape "
                                               r"\(2147483648,\).*holds 88"):
         read_graph_npz(path)
@@ -100,13 +109,9 @@ def test_a_header_declaring_more_data_than_the_member_holds_is_refused(tmp_path)
 def test_a_header_with_an_overflowing_dimension_is_refused(tmp_path):
     """Shape (0, 2^70): zero elements, so no size check trips, but numpy's int64 element
     count overflows (OverflowError)."""
-    raw = _npy(np.zeros((0, 1), dtype=np.int64))
-    header_end = raw.index(b"\n") + 1
-    forged = raw[:header_end].replace(b"(0, 1)", b"(0, 1180591620717411303424)")
-    forged = forged[:header_end - 1].ljust(header_end - 1) + b"\n"
-    path = _zip(tmp_path / "wide.npz", {"src": forged + raw[header_end:],
-                                         "dst": _npy(np.zeros(1, np.int64)),
-                                         "num_nodes": _npy(np.int64(1))})
+    path = _edge_arrays_zip(tmp_path / "wide.npz",
+                            _forged_shape(np.zeros((0, 1), dtype=np.int64),
+                                          b"(0, 1180591620717411303424)"))
     with pytest.raises(DataFormatError, match=r"wide\.npz\[src\.npy\].*beyond 2\^62"):
         read_graph_npz(path)
 
