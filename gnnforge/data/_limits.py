@@ -24,8 +24,8 @@ import numpy as np
 
 from gnnforge.data._errors import DataFormatError
 
-__all__ = ["LIMIT_VARIABLE", "check_dense_size", "decompressed_limit", "open_zip", "read_capped",
-           "read_zip_member"]
+__all__ = ["LIMIT_VARIABLE", "check_dense_size", "declared_npy_bytes", "decompressed_limit",
+           "open_zip", "read_capped", "read_zip_member"]
 
 LIMIT_VARIABLE = "GNNFORGE_MAX_DECOMPRESSED_MIB"
 _CHUNK = 4 * 2**20
@@ -122,3 +122,20 @@ def read_zip_member(archive: zipfile.ZipFile, name: str, where: str | Path,
             RuntimeError, ValueError) as error:
         raise DataFormatError(
             where, f"corrupt zip member ({type(error).__name__}: {error})") from error
+
+
+def declared_npy_bytes(shape: tuple[int, ...], dtype: np.dtype, where: str | Path) -> int:
+    """Bytes of data an .npy header declares, before numpy allocates them.
+
+    Readers compare it with the bytes the file holds: numpy allocates the declared array
+    before it reads (a crafted 2^31-string header asked for 176 GiB). A dimension of 2^62
+    or more is refused outright: with another dimension 0 the product is small, but
+    numpy's int64 element count overflows (OverflowError).
+
+    Raises:
+        DataFormatError: a dimension beyond 2^62.
+    """
+    if any(size >= 2**62 for size in shape):
+        raise DataFormatError(where, f"the array header declares shape {shape}: a dimension "
+                                     f"beyond 2^62")
+    return math.prod(shape) * dtype.itemsize

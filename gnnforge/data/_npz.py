@@ -12,7 +12,6 @@ not stored in these files; none are invented.
 from __future__ import annotations
 
 import io
-import math
 import tokenize
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ import torch
 
 from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._errors import DataFormatError, names_the_file
-from gnnforge.data._limits import check_dense_size, open_zip, read_zip_member
+from gnnforge.data._limits import (check_dense_size, declared_npy_bytes, open_zip,
+                                   read_zip_member)
 from gnnforge.data._safe_pickle import safe_loads
 from gnnforge.data._sparse import checked_compressed, checked_matrix
 from gnnforge.graph import Graph
@@ -68,13 +68,8 @@ def _read_member(raw: bytes, where: str) -> Any:
 
 
 def _check_data_size(shape: tuple[int, ...], dtype: np.dtype, present: int, where: str) -> None:
-    """A header must not declare more data than the member holds: numpy allocates the
-    declared array before reading (a crafted 2^31-element string header asked for 176
-    GiB and ended in MemoryError)."""
-    if any(size >= 2**62 for size in shape):  # numpy's int64 element count would overflow
-        raise DataFormatError(where, f"the array header declares shape {shape}: a dimension "
-                                     f"beyond 2^62")
-    declared = math.prod(shape) * dtype.itemsize
+    """A header must not declare more data than the member holds (`declared_npy_bytes`)."""
+    declared = declared_npy_bytes(shape, dtype, where)
     if declared > present:
         raise DataFormatError(where, f"the array header declares shape {shape} of {dtype} "
                                      f"({declared:,} bytes) but the member holds {present:,}")

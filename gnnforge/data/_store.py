@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from gnnforge.data._errors import DataFormatError
-from gnnforge.data._limits import open_zip
+from gnnforge.data._limits import declared_npy_bytes, open_zip
 from gnnforge.data._paths import cache_dir
 from gnnforge.graph import Graph, GraphBatch
 
@@ -126,7 +126,7 @@ def _read_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> 
             raise DataFormatError(where, "object arrays are not allowed")
         # A header declaring fewer bytes than the member holds would stop reading before
         # zipfile's CRC check at the end of the member.
-        if handle.tell() + int(np.prod(shape)) * dtype.itemsize != info.file_size:
+        if handle.tell() + declared_npy_bytes(shape, dtype, where) != info.file_size:
             raise DataFormatError(where, f"header declares {shape} {dtype} but the member "
                                   f"holds {info.file_size} bytes")
     with archive.open(info) as handle:

@@ -140,3 +140,25 @@ def test_cached_meta_of_a_garbage_entry_is_none_with_a_warning(tmp_path):
     path.write_bytes(b"garbage")
     with pytest.warns(CacheWarning, match="garbage|not a zip"):
         assert cached_meta("toy", [source], {"k": 1}) is None
+
+
+def test_a_member_header_with_an_overflowing_dimension_is_a_data_format_error(tmp_path):
+    """Shape (0, 2^70) declares no bytes, so the size check alone passes, and numpy's
+    int64 element count overflows (OverflowError) unless the header is refused first."""
+    import io
+
+    path = tmp_path / "g.npz"
+    save_graphs(path, _graphs(), {"a": 1})
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.zeros((0, 1), dtype=np.int64))
+    raw = buffer.getvalue()
+    end = raw.index(b"\n")
+    forged = raw[:end].replace(b"(0, 1)", b"(0, 1180591620717411303424)")[:end].ljust(end)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members["checksum.npy"] = forged + raw[end:]
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(DataFormatError, match=r"g\.npz\[checksum\.npy\].*beyond 2\^62"):
+        load_graphs(path)
