@@ -142,6 +142,11 @@ def _sources() -> list[Path]:
     return sorted(_SOURCE_DIR.glob("*.cpp"))
 
 
+def _code_files() -> list[Path]:
+    """Every source and header the library is compiled from."""
+    return _sources() + sorted(_SOURCE_DIR.glob("*.h"))
+
+
 def sources_digest() -> str:
     """A digest of the kernels' code: every source and header (16 hex digits).
 
@@ -150,7 +155,7 @@ def sources_digest() -> str:
     planner's cost models record it, so an edit of the kernels shows as a mismatch.
     """
     digest = hashlib.sha256()
-    for path in _sources() + sorted(_SOURCE_DIR.glob("*.h")):
+    for path in _code_files():
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -160,8 +165,7 @@ def _key(compiler: str, flags: tuple[str, ...]) -> str:
                              timeout=60).stdout
     digest = hashlib.sha256()
     # Headers too: a change in a shared header rebuilds like a change in a source.
-    files = _sources() + sorted(_SOURCE_DIR.glob("*.h"))
-    parts = [source.read_bytes().decode() for source in files]
+    parts = [source.read_bytes().decode() for source in _code_files()]
     parts += [version, " ".join(flags), " ".join(sorted(cpu_flags())), platform.machine(),
               str(ABI_VERSION)]
     for part in parts:
