@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gnnforge import ops
+from gnnforge.plan._fused_sums import sum_terms
 from gnnforge.plan._ir import Node, is_block_diagonal, is_sparse
 from gnnforge.plan._primitives import (Composition, is_dynamic_propagation,
                                        is_fused_relation_sum)
@@ -100,6 +101,11 @@ def _rows(tensor: Tensor) -> Tensor:
     return tensor.reshape(-1, 1, 1)
 
 
+def _flat_rows(tensor: Tensor) -> Tensor:
+    """[rows, 1, cols] as [rows, cols]."""
+    return tensor.reshape(tensor.shape[0], tensor.shape[-1])
+
+
 class _Evaluator:
     def __init__(self, composition: Composition, structure: Structure,
                  leaves: dict[str, Tensor], attention_dropout: float = 0.0) -> None:
@@ -108,6 +114,7 @@ class _Evaluator:
         self.structure = structure
         self.graph = structure.graph
         self.leaves = leaves
+        self.tree = composition.tree
         self.memo: dict[Node, Tensor] = {}
         self.unscaled: dict[Node, Tensor] = {}  # dynamic Â: A (D^-1/2 M) before the left factor
         self.rows_are_all = self.graph.num_dst_nodes == self.graph.num_src_nodes
@@ -131,6 +138,9 @@ class _Evaluator:
         return self.value(node.inputs[0])[: self.graph.num_dst_nodes]
 
     def _add(self, node: Node) -> Tensor:
+        fused = self._fused_sum(node)
+        if fused is not None:
+            return fused
         values = [self.value(t) for t in node.inputs]
         out = values[0]
         for v in values[1:]:
@@ -138,7 +148,39 @@ class _Evaluator:
         return out
 
     def _affine(self, node: Node) -> Tensor:
+        fused = self._fused_sum(node)
+        if fused is not None:
+            return fused
         return self.value(node.inputs[0]) + self.value(node.inputs[1]).transpose(0, 1)
+
+    def _fused_sum(self, node: Node) -> Tensor | None:
+        """A one-head sum of projections, biases and other terms accumulated into one
+        GEMM output (`_fused_sums`); None where it does not apply."""
+        terms = sum_terms(node, self.tree)
+        if terms is None:
+            return None
+        products = [p for p in terms.products if p not in self.memo and not self._shares(p)]
+        if not products:
+            return None
+        factors = [(self.value(p.inputs[0]), self.value(p.inputs[1])[0]) for p in products]
+        if torch.is_autocast_enabled(factors[0][0].device.type):
+            return None
+        others = [self.value(t) for t in terms.others + tuple(
+            p for p in terms.products if p not in products)]
+        biases = [self.value(b).reshape(1, -1) for b in terms.biases]
+        if len({t.dtype for t in others + biases + [f for pair in factors for f in pair]}) > 1:
+            return None
+        rows = factors[0][0].shape[0]
+        flat = [_flat_rows(f) for f, _ in factors]
+        start = sum(biases[1:], biases[0]) if biases else (
+            _flat_rows(others.pop(0)) if others else None)
+        out = (flat[0] @ factors[0][1] if start is None
+               else torch.addmm(start, flat[0], factors[0][1]))
+        for left, (_, weight) in zip(flat[1:], factors[1:]):
+            out.addmm_(left, weight)
+        for other in others:
+            out.add_(_flat_rows(other))
+        return out.reshape(rows, 1, out.shape[-1])
 
     def _scale(self, node: Node) -> Tensor:
         return self.value(node.inputs[0]) * self.value(node.inputs[1])
@@ -229,16 +271,24 @@ class _Evaluator:
     def _shared_matmul(self, node: Node) -> Tensor:
         """Every projection of node's input at once (`_shared_products`): one GEMM against
         the weights side by side, each member's value a column slice of it."""
+        if not self._shares(node):
+            return _dense_matmul(self.value(node.inputs[0]), self.value(node.inputs[1]), False)
         members = self.shared[node]
         weights = [self.value(member.inputs[1]) for member in members]    # [1, I, O_k]
         source = self.value(source_of(node, self.rows_are_all))           # [N, 1, I]
-        if not worth_sharing(source.shape[-1], [w.shape[-1] for w in weights],
-                             torch.is_grad_enabled() and any(w.requires_grad for w in weights)):
-            return _dense_matmul(self.value(node.inputs[0]), self.value(node.inputs[1]), False)
         product = _dense_matmul(source, torch.cat(weights, dim=-1), False)
         for member, part in zip(members, product.split([w.shape[-1] for w in weights], -1)):
             self.memo[member] = part
         return self.memo[node]
+
+    def _shares(self, node: Node) -> bool:
+        """Whether `node` is computed in one GEMM with the other projections of its input."""
+        if node not in self.shared:
+            return False
+        weights = [self.value(member.inputs[1]) for member in self.shared[node]]
+        return worth_sharing(self.value(source_of(node, self.rows_are_all)).shape[-1],
+                             [w.shape[-1] for w in weights],
+                             torch.is_grad_enabled() and any(w.requires_grad for w in weights))
 
     # Â M for the two realisations of D^-1/2 A D^-1/2 (A weighted when edge_weight is set;
     # without degree factors Â is A itself and both realisations are one SpMM).
