@@ -66,13 +66,17 @@ def test_node_classifier_blocks_equal_full_graph_when_blocks_are_full():
     torch.testing.assert_close(model([graph, graph], x), full)
 
 
+@pytest.mark.parametrize("sort_free", [True, False])
 @pytest.mark.parametrize("sizes", [(3, 5, 2), ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, (1,),
                                    (70000, 90000, 80000, 60000)])
-def test_feature_encoder_is_the_sum_of_column_embeddings(sizes):
-    """Every path (a table of all combinations, distinct rows embedded once, one bag per
-    row when no int64 code exists) against C lookups, with repeated rows."""
-    from gnnforge.nn import FeatureEncoder
+def test_feature_encoder_is_the_sum_of_column_embeddings(sizes, sort_free, monkeypatch):
+    """Every path (a table of all combinations, the sort-free `embedding_sum` kernel on
+    CPU; off it, distinct rows embedded once, one bag per row when no int64 code exists)
+    against C lookups, with repeated rows."""
+    from gnnforge.nn import FeatureEncoder, _molecule_gin
 
+    if not sort_free:
+        monkeypatch.setattr(_molecule_gin, "embedding_sum_available", lambda *_: False)
     torch.manual_seed(0)
     encoder = FeatureEncoder(sizes, 4).double()
     assert (encoder.combinations is not None) == (math.prod(sizes) <= 4096)
