@@ -14,7 +14,7 @@ import torch
 from ._backends import CPU_FAST, NATIVE, backends_for
 from .conftest import random_graph
 from gnnforge.graph import Graph
-import gnnforge.nn  # noqa: F401  (registers the fused GINE ops)
+import gnnforge.nn  # noqa: F401  (registers the fused GINE and embedding-sum ops)
 from gnnforge.ops._generic import _arrays
 
 BACKENDS = [*CPU_FAST, "torch"]
@@ -30,7 +30,8 @@ SDDMM_CASES = [(op, targets)
 # runs them through Triton's interpreter.
 TRITON_OPS = {"gnnforge::triton_edge_softmax", "gnnforge::triton_edge_softmax_grad"}
 COVERED = {"gnnforge::gspmm", "gnnforge::gsddmm", "gnnforge::gine_message_sum",
-           "gnnforge::gine_message_sum_backward", *TRITON_OPS}
+           "gnnforge::gine_message_sum_backward", "gnnforge::embedding_sum",
+           "gnnforge::embedding_sum_backward", *TRITON_OPS}
 
 
 def _operands(graph, op: str, seed: int, grad: bool = True, heads: int = 2, width: int = 3):
@@ -137,6 +138,16 @@ def test_fused_gine_ops_pass_opcheck(dtype, backend):
     torch.library.opcheck(torch.ops.gnnforge.gine_message_sum_backward.default,
                           (grad, x.detach(), table.detach(), weight.detach(), code, *csr,
                            *csc, backend))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_embedding_sum_ops_pass_opcheck(dtype):
+    generator = torch.Generator().manual_seed(3)
+    index = torch.randint(0, 6, (9, 3), generator=generator)
+    table = torch.randn(6, 4, generator=generator, dtype=dtype, requires_grad=True)
+    torch.library.opcheck(torch.ops.gnnforge.embedding_sum.default, (index, table))
+    grad = torch.randn(9, 4, generator=generator, dtype=dtype)
+    torch.library.opcheck(torch.ops.gnnforge.embedding_sum_backward.default, (grad, index, 6))
 
 
 def test_max_without_recorded_winners_refuses_a_backward():
