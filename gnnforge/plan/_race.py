@@ -26,6 +26,12 @@ decides (up to `max_samples`; then the models' decision, `keep`, stays if it is 
 in, else the best). Near-equal candidates cost almost nothing per extra round,
 which is where extra rounds are spent. The overhead is counted against the
 winner's median, which includes the noise.
+
+Runs are compared net of their page faults (`fault_s` seconds each, `_faults`): which
+call touches fresh pages depends on what the previous calls freed, and candidates that
+alternate charge each other's frees to one another (on Cora, 1 ms of faults in a 4 ms
+call, after one neighbour and not after another). The calls' real seconds, faults
+included, are what the overhead and the budget count.
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ _DROP_AFTER_ONE_AGREED = 1.5
 # After `samples` rounds the decision (`keep`) leaves only when a paired sign test over
 # the rounds says the best beat it more often than a tie would, at this level.
 _SIGN_LEVEL = 0.2
+# A run's page faults are discounted down to at most this share of its seconds: the
+# count is the process's (another thread's faults may be in it), the cost a probe's.
+_MOST_DISCOUNTED = 0.5
 
 
 class Race(Generic[P]):
@@ -90,6 +99,8 @@ class Race(Generic[P]):
             runs once untimed and then only in rounds, where pruning and the budget
             stop it, instead of twice before any comparison (its first run and the
             probe: 2.7 iterations of the best each, at 3.7x, once).
+        fault_s: seconds one page fault costs (`_faults.page_fault_seconds`): runs are
+            compared net of the faults `record` reports (0: as timed).
 
     Raises:
         ValueError: with no plans, samples < 1, max_samples < samples, a negative budget,
@@ -98,16 +109,16 @@ class Race(Generic[P]):
 
     def __init__(self, plans: Sequence[P], samples: int = 3, budget: float = 0.02,
                  horizon: int = 100, predicted: Sequence[float] | None = None,
-                 max_samples: int | None = None, keep: int = 0) -> None:
+                 max_samples: int | None = None, keep: int = 0, fault_s: float = 0.0) -> None:
         max_samples = samples + 2 if max_samples is None else max_samples
         if (not plans or samples < 1 or max_samples < samples or budget < 0 or horizon < 1
-                or not 0 <= keep < len(plans)):
+                or not 0 <= keep < len(plans) or fault_s < 0):
             raise ValueError(f"Race: need at least one plan, samples >= 1, max_samples >= "
-                             f"samples, budget >= 0, horizon >= 1 and 0 <= keep < plans; "
-                             f"got {len(plans)} plans, samples={samples}, max_samples="
-                             f"{max_samples}, budget={budget}, horizon={horizon}, "
-                             f"keep={keep}")
-        self.keep = keep
+                             f"samples, budget >= 0, horizon >= 1, 0 <= keep < plans and "
+                             f"fault_s >= 0; got {len(plans)} plans, samples={samples}, "
+                             f"max_samples={max_samples}, budget={budget}, horizon="
+                             f"{horizon}, keep={keep}, fault_s={fault_s}")
+        self.keep, self.fault_s = keep, fault_s
         self.plans = list(plans)
         self.samples, self.max_samples = samples, max_samples
         self.budget, self.horizon = budget, horizon
@@ -149,18 +160,25 @@ class Race(Generic[P]):
             self.alive.remove(index)
         return self.winner, False
 
-    def record(self, plan: P, seconds: float) -> None:
-        """Seconds of the last timed call of `plan`; may end a round and lock in the
-        winner."""
+    def record(self, plan: P, seconds: float, faults: int = 0) -> None:
+        """Seconds (and minor page faults) of the last timed call of `plan`; may end a
+        round and lock in the winner. The call counts at its seconds; it is compared
+        net of its faults (`fault_s` each)."""
         if self.winner is not None:
             return
         index = self.plans.index(plan)
         self.calls.append((index, float(seconds)))
+        net = self._net(float(seconds), faults)
         if self.probe is None and index == 0 and len(self.calls) == 2:
-            self.probe = float(seconds)
+            self.probe = net
             return
-        self.times[index].append(float(seconds))
+        self.times[index].append(net)
         self._end_rounds()
+
+    def _net(self, seconds: float, faults: int) -> float:
+        """A run's seconds less its page faults' cost, never below `_MOST_DISCOUNTED`
+        of them."""
+        return max(seconds - faults * self.fault_s, (1.0 - _MOST_DISCOUNTED) * seconds)
 
     def _due(self) -> int:
         """The next candidate of the current round. Each round starts one candidate

@@ -326,3 +326,35 @@ def test_a_consistent_loss_drops_the_decision():
     _run_rounds(race, rounds)
     assert race.winner == "other"
     assert race.rounds == 3
+
+
+def test_runs_are_compared_net_of_their_page_faults():
+    """Which call faults depends on what ran before it: "a" (1.0 s of compute) faults
+    on its runs after "b" frees its memory, "b" (1.1 s) never. Net of the faults' cost
+    "a" wins; as timed, the faults would hand the race to "b"."""
+    def drive(fault_s):
+        race = Race(["a", "b"], samples=3, budget=10.0, fault_s=fault_s)
+        for _ in range(40):
+            plan, timed = race.next_call()
+            if race.done and not timed:
+                break
+            if timed:
+                faults = 300 if plan == "a" else 0
+                race.record(plan, (1.0 if plan == "a" else 1.1) + faults * 0.001, faults)
+        return race
+
+    assert drive(0.001).winner == "a"
+    assert drive(0.0).winner == "b"
+    race = drive(0.001)
+    assert race.calls[1] == (0, 1.3)  # the calls' real seconds are what the cost counts
+    timed = sum(s - 1.0 for _, s in race.calls if s is not None)
+    assert race.overhead_s() == pytest.approx(timed + 0.1)  # + b's untimed first run
+
+
+def test_a_fault_discount_never_takes_more_than_half_a_run():
+    race = Race(["a", "b"], samples=3, budget=10.0, fault_s=1.0)
+    race.next_call(), race.next_call()
+    race.record("a", 2.0, faults=5)
+    assert race.probe == 1.0
+    with pytest.raises(ValueError, match="fault_s >= 0"):
+        Race(["a"], fault_s=-1.0)
