@@ -60,7 +60,8 @@ class AutoSettings:
     Attributes:
         measure: "doubt" (measure on a fingerprint mismatch or when the predicted gain is
             within the models' error), "always" or "never" (trust the prediction).
-        budget: the measuring overhead allowed, as a fraction of `horizon` iterations.
+        budget: the planning and measuring overhead allowed, as a fraction of `horizon`
+            iterations of the best plan.
         horizon: iterations the budget refers to (a 100-epoch full-graph run: 100).
         samples: timed rounds (one run of every candidate each) before measuring may
             lock in a winner.
@@ -229,7 +230,8 @@ def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
     race = Race([plans[j] for j in racers], _SETTINGS.samples, _SETTINGS.budget,
                 _SETTINGS.horizon, [costs[j] for j in racers], _SETTINGS.max_samples,
                 keep=racers.index(chosen),
-                fault_s=_at_startup(page_fault_seconds, _fault_cost_is_read()))
+                fault_s=_at_startup(page_fault_seconds, _fault_cost_is_read()),
+                spent_s=elapsed)
     return AutoPlan(key, decision, reason, elapsed, race)
 
 

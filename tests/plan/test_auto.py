@@ -117,6 +117,7 @@ def test_a_fingerprint_mismatch_measures(settings):
     layer(graph, torch.randn(graph.num_nodes, 8))
     (entry,) = auto_plans(layer).values()
     assert entry.race is not None and "fingerprint mismatch" in entry.reason
+    assert entry.race.spent_s == entry.planning_s > 0  # planning counts for the budget
 
 
 def test_reading_the_fingerprint_is_startup_not_the_first_keys_planning(settings, monkeypatch):

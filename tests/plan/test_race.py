@@ -54,12 +54,31 @@ def test_a_candidate_predicted_far_slower_never_runs():
 
 
 def test_first_runs_not_yet_timed_count_at_their_predicted_cost():
-    # budget: 2 runs' worth. b's first run is predicted 1.2 runs over a's probe: it
-    # fits; c's would too on its own, but with b's untimed run counted (1.2) it does not
+    # budget: 2 runs' worth. b's first run and the timed run that judges it are
+    # predicted 0.9 runs each over a's probe: they fit; c's would too on their own, but
+    # with b's untimed run counted (0.9) they do not
     race = Race(["a", "b", "c"], samples=3, budget=0.02, horizon=100,
-                predicted=[1.0, 2.2, 2.2])
-    order = _run(race, {"a": 1.0, "b": 2.2, "c": 2.2})
+                predicted=[1.0, 1.9, 1.9])
+    order = _run(race, {"a": 1.0, "b": 1.9, "c": 1.9})
     assert "b" in order and "c" not in order and race.winner == "a"
+
+
+def test_a_candidate_starts_only_if_it_can_also_be_timed_within_the_budget():
+    # b's first run alone (1.5 over the best) fits the budget of 2 runs' worth, but an
+    # untimed run decides nothing and its timed run would pass the budget: b never runs
+    race = Race(["a", "b"], samples=3, budget=0.02, horizon=100, predicted=[1.0, 2.5])
+    order = _run(race, {"a": 1.0, "b": 2.5})
+    assert "b" not in order and race.winner == "a" and race.overhead_s() == 0.0
+
+
+def test_the_planning_time_counts_against_the_budget():
+    # b's two runs (0.3 over the best each) fit 2 runs' worth, not after 1.5 of planning
+    plans, seconds = ["a", "b"], {"a": 1.0, "b": 1.3}
+    assert "b" in _run(Race(plans, budget=0.02, predicted=[1.0, 1.3]), seconds)
+    race = Race(plans, budget=0.02, predicted=[1.0, 1.3], spent_s=1.5)
+    assert "b" not in _run(race, seconds) and race.winner == "a"
+    with pytest.raises(ValueError, match="spent_s >= 0"):
+        Race(plans, spent_s=-1.0)
 
 
 def test_the_predicted_best_loses_to_a_faster_candidate():
