@@ -28,10 +28,11 @@ in, else the best). Near-equal candidates cost almost nothing per extra round,
 which is where extra rounds are spent. The overhead is counted against the
 winner's median, which includes the noise.
 
-Runs are compared net of their page faults (`fault_s` seconds each, `_faults`): which
-call touches fresh pages depends on what the previous calls freed, and candidates that
-alternate charge each other's frees to one another (on Cora, 1 ms of faults in a 4 ms
-call, after one neighbour and not after another). The calls' real seconds, faults
+Runs are compared net of the page faults beyond a candidate's fewest (`fault_s` seconds
+each, `_faults`): which call touches fresh pages depends on what the previous calls
+freed, and candidates that alternate charge each other's frees to one another (on Cora,
+1 ms of faults in a 4 ms call, after one neighbour and not after another). Faults a
+candidate takes in every run are its own and stay in. The calls' real seconds, faults
 included, are what the overhead and the budget count.
 """
 
@@ -101,7 +102,8 @@ class Race(Generic[P]):
             stop it, instead of twice before any comparison (its first run and the
             probe: 2.7 iterations of the best each, at 3.7x, once).
         fault_s: seconds one page fault costs (`_faults.page_fault_seconds`): runs are
-            compared net of the faults `record` reports (0: as timed).
+            compared net of the faults `record` reports beyond the candidate's fewest
+            (0: as timed).
         spent_s: seconds already spent on this decision before its first call (the
             layer's planning), counted against the budget: the target bounds planning
             and measuring together (Mycielski-11, GCN 32 -> 256: planning took 0.75% of
@@ -131,6 +133,7 @@ class Race(Generic[P]):
         self.budget, self.horizon = budget, horizon
         self.predicted = list(predicted) if predicted is not None else None
         self.times: dict[int, list[float]] = {i: [] for i in range(len(self.plans))}
+        self._timed: dict[int, list[tuple[float, int]]] = {i: [] for i in self.times}
         self.probe: float | None = None  # the first plan's first timed run
         self.calls: list[tuple[int, float | None]] = []  # (plan, seconds or None: untimed)
         self.alive = list(range(len(self.plans)))
@@ -170,22 +173,33 @@ class Race(Generic[P]):
     def record(self, plan: P, seconds: float, faults: int = 0) -> None:
         """Seconds (and minor page faults) of the last timed call of `plan`; may end a
         round and lock in the winner. The call counts at its seconds; it is compared
-        net of its faults (`fault_s` each)."""
+        net of the faults beyond its fewest (`_net_runs`)."""
         if self.winner is not None:
             return
         index = self.plans.index(plan)
         self.calls.append((index, float(seconds)))
-        net = self._net(float(seconds), faults)
         if self.probe is None and index == 0 and len(self.calls) == 2:
-            self.probe = net
+            self._timed[index].append((float(seconds), int(faults)))
+            self.probe = self._net_runs(index)[0]
             return
-        self.times[index].append(net)
+        self._timed[index].append((float(seconds), int(faults)))
+        net = self._net_runs(index)
+        if index == 0 and self.probe is not None:
+            self.probe, net = net[0], net[1:]
+        self.times[index] = net
         self._end_rounds()
 
-    def _net(self, seconds: float, faults: int) -> float:
-        """A run's seconds less its page faults' cost, never below `_MOST_DISCOUNTED`
-        of them."""
-        return max(seconds - faults * self.fault_s, (1.0 - _MOST_DISCOUNTED) * seconds)
+    def _net_runs(self, index: int) -> list[float]:
+        """`index`'s timed runs (the probe first, for the first plan) less the cost of
+        the faults beyond the fewest any of them took, never below `_MOST_DISCOUNTED` of
+        the run. The faults every run takes are the plan's own (in a process whose
+        allocator unmaps every freed tensor, each call faults all of its fresh pages:
+        on Cora, 645 a call for one order and 1322 for another, every call); the rest
+        followed what the previous calls freed."""
+        own = min(faults for _, faults in self._timed[index])
+        return [max(seconds - (faults - own) * self.fault_s,
+                    (1.0 - _MOST_DISCOUNTED) * seconds)
+                for seconds, faults in self._timed[index]]
 
     def _due(self) -> int:
         """The next candidate of the current round. Each round starts one candidate

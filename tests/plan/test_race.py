@@ -347,33 +347,61 @@ def test_a_consistent_loss_drops_the_decision():
     assert race.rounds == 3
 
 
-def test_runs_are_compared_net_of_their_page_faults():
-    """Which call faults depends on what ran before it: "a" (1.0 s of compute) faults
-    on its runs after "b" frees its memory, "b" (1.1 s) never. Net of the faults' cost
-    "a" wins; as timed, the faults would hand the race to "b"."""
-    def drive(fault_s):
-        race = Race(["a", "b"], samples=3, budget=10.0, fault_s=fault_s)
-        for _ in range(40):
-            plan, timed = race.next_call()
-            if race.done and not timed:
-                break
-            if timed:
-                faults = 300 if plan == "a" else 0
-                race.record(plan, (1.0 if plan == "a" else 1.1) + faults * 0.001, faults)
-        return race
+def _drive_with_faults(race: Race, compute: dict[str, float], faults) -> Race:
+    """Drive a race whose timed runs take `compute[plan]` plus `faults(plan, run)` page
+    faults of 1 ms each."""
+    runs = {plan: 0 for plan in compute}
+    for _ in range(40):
+        plan, timed = race.next_call()
+        if race.done and not timed:
+            break
+        if timed:
+            count = faults(plan, runs[plan])
+            runs[plan] += 1
+            race.record(plan, compute[plan] + count * 0.001, count)
+    return race
 
-    assert drive(0.001).winner == "a"
-    assert drive(0.0).winner == "b"
-    race = drive(0.001)
+
+def test_runs_are_compared_net_of_the_faults_their_neighbours_caused():
+    """Which call faults depends on what ran before it: "a" (1.0 s of compute) faults
+    on most of its runs, after "b" freed its memory, "b" (1.1 s) never. Net of the
+    faults beyond a's fewest "a" wins; as timed, the decision "b" would stay."""
+    compute = {"a": 1.0, "b": 1.1}
+
+    def faults(plan, run):
+        return 300 if plan == "a" and run != 2 else 0
+
+    race = _drive_with_faults(Race(["a", "b"], samples=3, budget=10.0, keep=1,
+                                   fault_s=0.001), compute, faults)
+    assert race.winner == "a"
+    assert _drive_with_faults(Race(["a", "b"], samples=3, budget=10.0, keep=1), compute,
+                              faults).winner == "b"
     assert race.calls[1] == (0, 1.3)  # the calls' real seconds are what the cost counts
+    assert race.probe == 1.0
     timed = sum(s - 1.0 for _, s in race.calls if s is not None)
     assert race.overhead_s() == pytest.approx(timed + 0.1)  # + b's untimed first run
+
+
+def test_faults_a_candidate_takes_in_every_run_are_its_own():
+    """Where the allocator unmaps every freed tensor, each call faults all its fresh
+    pages: an order allocating two wide tensors (1322 faults a call) is slower than one
+    allocating one (645), however its compute compares (Cora, GCN 32 -> 256)."""
+    race = _drive_with_faults(Race(["dyn", "default"], samples=3, budget=10.0,
+                                   fault_s=0.001),
+                              {"dyn": 1.0, "default": 1.2},
+                              lambda plan, run: 1322 if plan == "dyn" else 645)
+    assert race.winner == "default"
 
 
 def test_a_fault_discount_never_takes_more_than_half_a_run():
     race = Race(["a", "b"], samples=3, budget=10.0, fault_s=1.0)
     race.next_call(), race.next_call()
     race.record("a", 2.0, faults=5)
-    assert race.probe == 1.0
+    assert race.probe == 2.0  # its fewest faults: the plan's own
+    race.next_call(), race.next_call()
+    race.record("b", 2.0, faults=0)
+    race.next_call()
+    race.record("a", 2.0, faults=9)
+    assert race.times[0] == [1.0]  # 4 faults beyond a's fewest: at most half discounted
     with pytest.raises(ValueError, match="fault_s >= 0"):
         Race(["a"], fault_s=-1.0)
