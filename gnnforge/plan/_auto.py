@@ -291,17 +291,16 @@ STARTUP_S = [0.0]
 def _loaded_model() -> Any:
     """The shipped cost model, read (and its compiled walk loaded) once per process; the
     seconds that took are in `STARTUP_S`, not in any key's planning time."""
-    if _MODEL_READ:
-        return _default_model()
     start = time.perf_counter()
     model = _default_model()
-    model.predict("gemm", [[0.0] * 5], [1.0])  # loads numba's cached walk
-    STARTUP_S[0] += time.perf_counter() - start
-    _MODEL_READ.append(True)
+    if id(model) not in _MODELS_READ:  # per thread count (`shipped_models_dir`)
+        model.predict("gemm", [[0.0] * 5], [1.0])  # loads numba's cached walk
+        STARTUP_S[0] += time.perf_counter() - start
+        _MODELS_READ.add(id(model))
     return model
 
 
-_MODEL_READ: list[bool] = []
+_MODELS_READ: set[int] = set()
 
 
 def auto_plans(layer: nn.Module) -> dict[tuple, AutoPlan]:

@@ -33,7 +33,8 @@ from functools import cache
 import torch
 
 __all__ = ["IGNORED_KEYS", "PLANNED_KERNELS", "current_fingerprint", "fingerprint",
-           "fingerprint_is_read", "is_planned_kernel", "kernel_choices", "machine_fingerprint", "mismatches"]
+           "fingerprint_is_read", "is_planned_kernel", "kernel_choices", "machine_fingerprint",
+           "mismatches"]
 
 # Keys that describe a run without changing what primitives cost.
 IGNORED_KEYS = frozenset({"gnnforge", "python"})
