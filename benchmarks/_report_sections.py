@@ -106,6 +106,11 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/planner.py", *_PLANNER_EVAL, "--backend", "numba")),
         Run("table3_avx2", "The same with the native kernels restricted to AVX2, models "
             "not refitted", ("benchmarks/planner.py", *_PLANNER_EVAL, "--isa", "avx2")),
+        Run("table3_keep", "The fitted-kernel table with malloc keeping freed memory (no "
+            "page faults from re-allocated tensors)",
+            ("benchmarks/planner.py", *_PLANNER_EVAL, "--keep-freed-memory")),
+        Run("table3_threads2", "The same at 2 threads (the default here), the models "
+            "fitted at 2 threads", ("benchmarks/planner.py", *_PLANNER_EVAL, "--threads", "2")),
         Run("rgcn", "RGCN's relation-wise and basis orders: candidates and choices",
             ("benchmarks/planner_rgcn.py",)),
         Run("quick_profile", "`gnnforge plan profile --quick`: a refit on this machine",

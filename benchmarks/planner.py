@@ -37,9 +37,16 @@ planner's choice is "oracle-optimal" strictly when it is the measured best; "wit
 noise" when its median is within that threshold of the best's; "indistinguishable" when
 a two-sided Mann-Whitney U test on the two plans' runs gives p >= 0.05.
 
+`--keep-freed-memory` sets glibc's malloc to keep freed memory (no trimming, no mmap
+below 32 MiB) before anything is timed: by default it gives freed multi-megabyte tensors
+back to the kernel, and which later call re-faults their pages (about 1 ms per 2708 x 256
+float tensor here) depends on what ran before it, so the rounds' medians carry page
+faults that follow the rotation, not the plan (docs/planner.md). The standard tables run
+without it, as users do by default.
+
     PYTHONPATH=. python benchmarks/planner.py [--samples 6] [--iters 100] [--threads 1]
         [--graphs NAME ...] [--models GCN GAT SAGE] [--backend numba | --isa avx2]
-        [--rows-out rows.jsonl]
+        [--keep-freed-memory] [--rows-out rows.jsonl]
     PYTHONPATH=. python benchmarks/planner.py --summarize rows.jsonl ...
 """
 
@@ -192,6 +199,9 @@ def main(argv=None) -> int:
                         "(GNNFORGE_ISA) and tune the kernel choices for it first")
     parser.add_argument("--cost-models", default=None,
                         help="cost-model folder (default: the models shipped with gnnforge)")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="glibc malloc keeps freed memory (no page faults from "
+                        "re-allocating freed tensors in the timed runs)")
     parser.add_argument("--rows-out", default=None,
                         help="append each configuration's result to this JSON-lines file")
     parser.add_argument("--summarize", nargs="+", default=None, metavar="ROWS",
@@ -203,6 +213,8 @@ def main(argv=None) -> int:
         print_tables(rows)
         return 0
     limit_threads(args.threads)
+    if args.keep_freed_memory:
+        keep_freed_memory()
     if args.isa:  # read on every kernel choice; tuned up front, not in a timed call
         import os
 
@@ -242,6 +254,19 @@ def _run(args) -> int:
     print(f"{len(rows)} configurations in {time.perf_counter() - start:.0f} s")
     print_tables(rows)
     return 0
+
+
+def keep_freed_memory() -> None:
+    """glibc's malloc keeps what is freed: blocks up to 32 MiB come from the heap (no
+    mmap), and the heap's top is never trimmed (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD;
+    the same as GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:
+    glibc.malloc.trim_threshold=1073741824 at startup)."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    if not (libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 30)):
+        raise RuntimeError("--keep-freed-memory: mallopt refused the settings (not glibc?)")
 
 
 # ---- summary -------------------------------------------------------------------------

@@ -154,7 +154,9 @@ def _profile(args: argparse.Namespace) -> int:
                   "torch_threads": args.threads,
                   # what the timings depend on: planning measures instead where it differs
                   "fingerprint": _records_fingerprint(records, fingerprint())}
-    out = args.out or MODELS_DIR
+    # the shipped folder for the thread count fitted (`shipped_models_dir`)
+    out = args.out or (MODELS_DIR if args.threads == 1
+                       else MODELS_DIR / f"threads-{args.threads}")
     model.save(out)
     print(f"{len(records)} timings on {len(model.info['graphs'])} graphs; "
           f"{time.perf_counter() - start:.0f} s; models written to {out}")

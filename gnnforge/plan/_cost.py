@@ -22,9 +22,24 @@ from gnnforge.plan._features import DEGREE_THRESHOLDS
 from gnnforge.plan._forest import Forest, ForestSet
 from gnnforge.plan._primitives import PRIMITIVES
 
-__all__ = ["MODELS_DIR", "CostModel", "call_width", "design_row", "work"]
+__all__ = ["MODELS_DIR", "CostModel", "call_width", "design_row", "shipped_models_dir",
+           "work"]
 
+# The shipped models: fitted at one torch thread here, and at N threads in threads-N
+# (costs change with the thread count, and not alike for every primitive: a process at
+# the default thread count must not be judged by the 1-thread fit, nor the reverse).
 MODELS_DIR = Path(__file__).parent / "models"
+
+
+def shipped_models_dir(threads: int | None = None) -> Path:
+    """The shipped models' folder for `threads` torch threads (default: this process's):
+    `models/threads-N` when gnnforge ships a fit at N threads, else `models` (the 1-thread
+    fit; a process at another count then finds a fingerprint mismatch and measures)."""
+    import torch
+
+    count = torch.get_num_threads() if threads is None else threads
+    folder = MODELS_DIR / f"threads-{count}"
+    return folder if (folder / "info.json").exists() else MODELS_DIR
 _GRAPH_PRIMITIVES = ("spmm_u", "spmm_w", "spmm_att", "sddmm", "edge_softmax")
 
 
@@ -173,14 +188,15 @@ class CostModel:
 
     @classmethod
     def load(cls, directory: Path | str | None = None) -> CostModel:
-        """The models in `directory` (default: the ones shipped with gnnforge).
+        """The models in `directory` (default: the ones shipped with gnnforge for this
+        process's thread count, `shipped_models_dir`).
 
         Needs no xgboost: the JSON trees are walked in NumPy.
 
         Raises:
             FileNotFoundError: when a primitive's model file is missing.
         """
-        directory = MODELS_DIR if directory is None else Path(directory)
+        directory = shipped_models_dir() if directory is None else Path(directory)
         models = {}
         for name in PRIMITIVES:
             path = directory / f"{name}.json"

@@ -33,7 +33,8 @@ from functools import cache
 import torch
 
 __all__ = ["IGNORED_KEYS", "PLANNED_KERNELS", "current_fingerprint", "fingerprint",
-           "is_planned_kernel", "kernel_choices", "machine_fingerprint", "mismatches"]
+           "fingerprint_is_read", "is_planned_kernel", "kernel_choices", "machine_fingerprint",
+           "mismatches"]
 
 # Keys that describe a run without changing what primitives cost.
 IGNORED_KEYS = frozenset({"gnnforge", "python"})
@@ -129,13 +130,23 @@ def fingerprint() -> dict[str, str]:
 _CURRENT: dict[tuple, dict[str, str]] = {}
 
 
+def _current_key() -> tuple:
+    return (torch.get_num_threads(), os.environ.get("GNNFORGE_ISA", ""), _backend())
+
+
+def fingerprint_is_read() -> bool:
+    """Whether `current_fingerprint()` is already read for this process's threads,
+    instruction-set restriction and backend (the next call is then a lookup)."""
+    return _current_key() in _CURRENT
+
+
 def current_fingerprint() -> dict[str, str]:
     """`fingerprint()`, read once per process for each (threads, instruction-set
     restriction, backend): reading it hashes the native sources and the kernel record
     (about 1 ms, most of a planning step), and within a process only those three change
     what it says. Kernel classes first measured later in the process are not compared
     (`mismatches` compares the keys both sides have)."""
-    key = (torch.get_num_threads(), os.environ.get("GNNFORGE_ISA", ""), _backend())
+    key = _current_key()
     if key not in _CURRENT:
         _CURRENT[key] = fingerprint()
     return _CURRENT[key]

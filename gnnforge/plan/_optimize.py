@@ -11,13 +11,14 @@ import math
 import time
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from torch import nn
 
 from gnnforge.graph import Graph
 from gnnforge.plan._candidates import candidates, default_composition
-from gnnforge.plan._cost import CostModel, call_width, design_row, work
+from gnnforge.plan._cost import CostModel, call_width, design_row, shipped_models_dir, work
 from gnnforge.plan._decide import Rule, choose, gain_spread
 from gnnforge.plan._features import graph_features
 from gnnforge.plan._primitives import Composition, bind, primitives
@@ -25,14 +26,16 @@ from gnnforge.plan._primitives import Composition, bind, primitives
 __all__ = ["LayerDecision", "Plan", "choose", "cost_plans", "decide_layers",
            "layer_candidates", "layer_symbols", "optimize", "planned_layers", "predict_calls"]
 
-_DEFAULT_MODEL: CostModel | None = None
+_DEFAULT_MODELS: dict[Path, CostModel] = {}
 
 
 def _default_model() -> CostModel:
-    global _DEFAULT_MODEL  # loaded once: reading the boosters costs more than a decision
-    if _DEFAULT_MODEL is None:
-        _DEFAULT_MODEL = CostModel.load()
-    return _DEFAULT_MODEL
+    """The shipped models for this process's thread count, each folder read once
+    (reading the boosters costs more than a decision)."""
+    folder = shipped_models_dir()
+    if folder not in _DEFAULT_MODELS:
+        _DEFAULT_MODELS[folder] = CostModel.load(folder)
+    return _DEFAULT_MODELS[folder]
 
 
 @dataclass(frozen=True)

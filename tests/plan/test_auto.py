@@ -117,6 +117,32 @@ def test_a_fingerprint_mismatch_measures(settings):
     layer(graph, torch.randn(graph.num_nodes, 8))
     (entry,) = auto_plans(layer).values()
     assert entry.race is not None and "fingerprint mismatch" in entry.reason
+    assert entry.race.spent_s == entry.planning_s > 0  # planning counts for the budget
+
+
+def test_reading_the_fingerprint_is_startup_not_the_first_keys_planning(settings, monkeypatch):
+    """The fingerprint is read once per process (~1 ms here: 2% of 100 iterations of a
+    0.6 ms layer); the key that comes first must not be charged for it."""
+    import time
+
+    from gnnforge.plan import _auto, _fingerprint
+
+    settings(measure="doubt", cost_model=Matching())
+    real = _fingerprint.fingerprint
+
+    def slow_fingerprint():
+        time.sleep(0.05)
+        return real()
+
+    monkeypatch.setattr(_fingerprint, "fingerprint", slow_fingerprint)
+    monkeypatch.setattr(_fingerprint, "_CURRENT", {})
+    monkeypatch.setattr(_auto, "STARTUP_S", [0.0])
+    graph = rmat(6, 300, seed=3)
+    layer = GCNConv(8, 4)
+    with torch.no_grad():
+        layer(graph, torch.randn(graph.num_nodes, 8))
+    (entry,) = auto_plans(layer).values()
+    assert entry.planning_s < 0.05 <= _auto.STARTUP_S[0]
 
 
 def test_a_candidate_aggregating_far_wider_and_predicted_slower_does_not_race(settings):
@@ -163,15 +189,37 @@ def test_timed_call_times_forward_and_backward_without_changing_gradients():
     x = torch.randn(4, 5)  # no gradient: must not get one
     seen = []
     out = timed_call(lambda t: torch.tanh(t["X"] @ t["W"]), {"X": x, "W": weight},
-                     seen.append)
+                     lambda *timing: seen.append(timing))
     assert seen == []  # the backward has not run yet
     out.sum().backward()
-    assert len(seen) == 1 and seen[0] > 0
+    assert len(seen) == 1 and seen[0][0] > 0 and seen[0][1] >= 0
     want = torch.autograd.grad(torch.tanh(x @ weight).sum(), weight)[0]
     torch.testing.assert_close(weight.grad, want)
     with torch.no_grad():
-        timed_call(lambda t: t["X"] @ t["W"], {"X": x, "W": weight}, seen.append)
+        timed_call(lambda t: t["X"] @ t["W"], {"X": x, "W": weight},
+                   lambda *timing: seen.append(timing))
     assert len(seen) == 2
+
+
+def test_timed_call_counts_the_page_faults_of_the_call():
+    """A call that touches fresh pages reports at least as many faults (what the race
+    discounts); the count spans the forward and the backward."""
+    import mmap
+
+    pages = 64
+
+    def touching(tensors):
+        with mmap.mmap(-1, pages * mmap.PAGESIZE) as fresh:
+            for offset in range(0, pages * mmap.PAGESIZE, mmap.PAGESIZE):
+                fresh[offset] = 1
+        return tensors["W"] * 2.0
+
+    seen = []
+    weight = torch.randn(3, requires_grad=True)
+    timed_call(touching, {"W": weight}, lambda *timing: seen.append(timing)).sum().backward()
+    with torch.no_grad():
+        timed_call(touching, {"W": weight}, lambda *timing: seen.append(timing))
+    assert [faults >= pages for _, faults in seen] == [True, True]
 
 
 def test_layers_share_one_prepared_graph_and_its_edge_normalisation():

@@ -144,8 +144,33 @@ def test_the_shipped_models_were_fitted_on_the_current_kernel_sources():
     from gnnforge.ops._native_build import sources_digest
     from gnnforge.plan._cost import MODELS_DIR
 
-    recorded = json.loads((MODELS_DIR / "info.json").read_text())["fingerprint"]
-    assert recorded.get("native_sources") == sources_digest(), (
-        f"the shipped cost models were fitted on native sources "
-        f"{recorded.get('native_sources')}, the kernels here are {sources_digest()}: refit "
-        "them (`gnnforge plan profile --threads 1`, docs/planner.md) after a kernel edit")
+    for folder, threads in [(MODELS_DIR, 1), *((f, int(f.name.removeprefix("threads-")))
+                                               for f in MODELS_DIR.glob("threads-*"))]:
+        recorded = json.loads((folder / "info.json").read_text())["fingerprint"]
+        assert recorded.get("native_sources") == sources_digest(), (
+            f"the shipped cost models in {folder} were fitted on native sources "
+            f"{recorded.get('native_sources')}, the kernels here are {sources_digest()}: "
+            f"refit them (`gnnforge plan profile --threads {threads}`, docs/planner.md) "
+            "after a kernel edit")
+        assert recorded.get("threads") == str(threads), (
+            f"{folder} holds models fitted at {recorded.get('threads')} threads; the "
+            f"folder is read for {threads}")
+
+
+def test_the_shipped_models_are_chosen_by_the_thread_count(tmp_path, monkeypatch):
+    """A process at N threads reads models/threads-N when gnnforge ships one (the default
+    2-thread process here used to judge itself by the 1-thread fit and measure every
+    choice: `threads: 1 -> 2`), else the 1-thread models (then a mismatch: it measures)."""
+    from gnnforge.plan import _cost
+    from gnnforge.plan._cost import CostModel, shipped_models_dir
+
+    shipped = CostModel.load(_cost.MODELS_DIR)
+    shipped.save(tmp_path)
+    shipped.info = dict(shipped.info, fingerprint=dict(shipped.info["fingerprint"],
+                                                        threads="2"))
+    shipped.save(tmp_path / "threads-2")
+    monkeypatch.setattr(_cost, "MODELS_DIR", tmp_path)
+    assert shipped_models_dir(2) == tmp_path / "threads-2"
+    assert shipped_models_dir(1) == shipped_models_dir(3) == tmp_path
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert CostModel.load().info["fingerprint"]["threads"] == "2"

@@ -54,12 +54,31 @@ def test_a_candidate_predicted_far_slower_never_runs():
 
 
 def test_first_runs_not_yet_timed_count_at_their_predicted_cost():
-    # budget: 2 runs' worth. b's first run is predicted 1.2 runs over a's probe: it
-    # fits; c's would too on its own, but with b's untimed run counted (1.2) it does not
+    # budget: 2 runs' worth. b's first run and the timed run that judges it are
+    # predicted 0.9 runs each over a's probe: they fit; c's would too on their own, but
+    # with b's untimed run counted (0.9) they do not
     race = Race(["a", "b", "c"], samples=3, budget=0.02, horizon=100,
-                predicted=[1.0, 2.2, 2.2])
-    order = _run(race, {"a": 1.0, "b": 2.2, "c": 2.2})
+                predicted=[1.0, 1.9, 1.9])
+    order = _run(race, {"a": 1.0, "b": 1.9, "c": 1.9})
     assert "b" in order and "c" not in order and race.winner == "a"
+
+
+def test_a_candidate_starts_only_if_it_can_also_be_timed_within_the_budget():
+    # b's first run alone (1.5 over the best) fits the budget of 2 runs' worth, but an
+    # untimed run decides nothing and its timed run would pass the budget: b never runs
+    race = Race(["a", "b"], samples=3, budget=0.02, horizon=100, predicted=[1.0, 2.5])
+    order = _run(race, {"a": 1.0, "b": 2.5})
+    assert "b" not in order and race.winner == "a" and race.overhead_s() == 0.0
+
+
+def test_the_planning_time_counts_against_the_budget():
+    # b's two runs (0.3 over the best each) fit 2 runs' worth, not after 1.5 of planning
+    plans, seconds = ["a", "b"], {"a": 1.0, "b": 1.3}
+    assert "b" in _run(Race(plans, budget=0.02, predicted=[1.0, 1.3]), seconds)
+    race = Race(plans, budget=0.02, predicted=[1.0, 1.3], spent_s=1.5)
+    assert "b" not in _run(race, seconds) and race.winner == "a"
+    with pytest.raises(ValueError, match="spent_s >= 0"):
+        Race(plans, spent_s=-1.0)
 
 
 def test_the_predicted_best_loses_to_a_faster_candidate():
@@ -326,3 +345,63 @@ def test_a_consistent_loss_drops_the_decision():
     _run_rounds(race, rounds)
     assert race.winner == "other"
     assert race.rounds == 3
+
+
+def _drive_with_faults(race: Race, compute: dict[str, float], faults) -> Race:
+    """Drive a race whose timed runs take `compute[plan]` plus `faults(plan, run)` page
+    faults of 1 ms each."""
+    runs = {plan: 0 for plan in compute}
+    for _ in range(40):
+        plan, timed = race.next_call()
+        if race.done and not timed:
+            break
+        if timed:
+            count = faults(plan, runs[plan])
+            runs[plan] += 1
+            race.record(plan, compute[plan] + count * 0.001, count)
+    return race
+
+
+def test_runs_are_compared_net_of_the_faults_their_neighbours_caused():
+    """Which call faults depends on what ran before it: "a" (1.0 s of compute) faults
+    on most of its runs, after "b" freed its memory, "b" (1.1 s) never. Net of the
+    faults beyond a's fewest "a" wins; as timed, the decision "b" would stay."""
+    compute = {"a": 1.0, "b": 1.1}
+
+    def faults(plan, run):
+        return 300 if plan == "a" and run != 2 else 0
+
+    race = _drive_with_faults(Race(["a", "b"], samples=3, budget=10.0, keep=1,
+                                   fault_s=0.001), compute, faults)
+    assert race.winner == "a"
+    assert _drive_with_faults(Race(["a", "b"], samples=3, budget=10.0, keep=1), compute,
+                              faults).winner == "b"
+    assert race.calls[1] == (0, 1.3)  # the calls' real seconds are what the cost counts
+    assert race.probe == 1.0
+    timed = sum(s - 1.0 for _, s in race.calls if s is not None)
+    assert race.overhead_s() == pytest.approx(timed + 0.1)  # + b's untimed first run
+
+
+def test_faults_a_candidate_takes_in_every_run_are_its_own():
+    """Where the allocator unmaps every freed tensor, each call faults all its fresh
+    pages: an order allocating two wide tensors (1322 faults a call) is slower than one
+    allocating one (645), however its compute compares (Cora, GCN 32 -> 256)."""
+    race = _drive_with_faults(Race(["dyn", "default"], samples=3, budget=10.0,
+                                   fault_s=0.001),
+                              {"dyn": 1.0, "default": 1.2},
+                              lambda plan, run: 1322 if plan == "dyn" else 645)
+    assert race.winner == "default"
+
+
+def test_a_fault_discount_never_takes_more_than_half_a_run():
+    race = Race(["a", "b"], samples=3, budget=10.0, fault_s=1.0)
+    race.next_call(), race.next_call()
+    race.record("a", 2.0, faults=5)
+    assert race.probe == 2.0  # its fewest faults: the plan's own
+    race.next_call(), race.next_call()
+    race.record("b", 2.0, faults=0)
+    race.next_call()
+    race.record("a", 2.0, faults=9)
+    assert race.times[0] == [1.0]  # 4 faults beyond a's fewest: at most half discounted
+    with pytest.raises(ValueError, match="fault_s >= 0"):
+        Race(["a"], fault_s=-1.0)
