@@ -1,7 +1,8 @@
 """The native (C++) kernels equal the reference, and gnnforge falls back to numba without them.
 
-Widths cover every code path of `_native_src/spmm.cpp`: scalar tails (F not a multiple of
-the 8-float / 4-double vector), 1-8 register vectors, several feature blocks, and wide
+Widths cover every code path of `_native_src/spmm.cpp`: rows narrower than one vector
+(F=1-7 float32 and 1-3 float64: a compile-time count per width), scalar tails (F not a
+multiple of the 8-float / 4-double vector), 1-8 register vectors, several feature blocks, and wide
 rows whose in-edges are walked in L1-sized tiles (F=300 float64: 6 edges per tile, so the
 hub rows below cross tiles).
 """
@@ -26,10 +27,10 @@ from tests._timeouts import SUBPROCESS_TIMEOUT_S
 pytestmark = pytest.mark.skipif(not available(), reason="native kernels unavailable here")
 
 REDUCES = ("sum", "mean", "max", "min")
-# Scalar tails, 1-8 ymm register vectors, several blocks, L1 tiles; and for the 64-byte
+# Narrow rows (under one vector), scalar tails, 1-8 ymm register vectors, several blocks, L1 tiles; and for the 64-byte
 # (zmm) sum path taken when a row is a whole number of 64-byte vectors: 3 vectors (48),
 # 10 vectors split 8 + 2 (160), a whole-row block of 16 (256), 16 + 1 (272), tiled (512).
-WIDTHS = (1, 3, 7, 8, 9, 16, 33, 48, 64, 65, 100, 160, 256, 272, 300, 512)
+WIDTHS = (1, 2, 3, 4, 5, 7, 8, 9, 16, 33, 48, 64, 65, 100, 160, 256, 272, 300, 512)
 
 
 def _hub_graph(seed: int, num_nodes: int = 40, num_edges: int = 400) -> Graph:
