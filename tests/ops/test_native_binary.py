@@ -34,6 +34,9 @@ REDUCES = ("sum", "mean", "max", "min")
 # (lhs features, rhs features): node data x[u] against edge data e.
 SPMM_CASES = [
     ((5,), (5,)),              # vector, scalar tail only
+    ((2,), (1,)),              # edge scalar, a row narrower than a vector (compile-time width)
+    ((8,), ()),                # edge scalar, 8 columns: narrow under 64-byte vectors
+    ((1,), (1,)),              # one column each
     ((40,), (40,)),            # vector, 2 (zmm) or 5 (ymm) vectors + tail
     ((130,), (130,)),          # vector, an 8-vector block, smaller blocks, tail
     ((64,), ()),               # edge scalar [E]
