@@ -73,9 +73,12 @@ def embedding_sum(index: Tensor, table: Tensor) -> Tensor:
 def _check(index: Tensor, table: Tensor) -> None:
     # The kernels do not bounds-check; under torch.compile a data-dependent test outside an
     # op would break the graph, so the op checks.
-    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= table.shape[0]):
+    if not index.numel():
+        return
+    low, high = (int(end) for end in torch.aminmax(index))   # one pass, once a step
+    if low < 0 or high >= table.shape[0]:
         raise ValueError(f"embedding_sum: index values must lie in [0, {table.shape[0]}), "
-                         f"got [{int(index.min())}, {int(index.max())}]")
+                         f"got [{low}, {high}]")
 
 
 def _run_forward(index: Tensor, table: Tensor) -> Tensor:

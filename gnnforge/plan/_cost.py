@@ -40,6 +40,8 @@ def shipped_models_dir(threads: int | None = None) -> Path:
     count = torch.get_num_threads() if threads is None else threads
     folder = MODELS_DIR / f"threads-{count}"
     return folder if (folder / "info.json").exists() else MODELS_DIR
+
+
 _GRAPH_PRIMITIVES = ("spmm_u", "spmm_w", "spmm_att", "sddmm", "edge_softmax")
 
 
