@@ -44,6 +44,7 @@ def use_counts(tree: Node) -> Counter:
     return counts
 
 
+@lru_cache(maxsize=1024)
 def sum_terms(node: Node, tree: Node) -> SumTerms | None:
     """`node` (an `add` or `affine` of one head) as terms to accumulate, nested sums used
     only here flattened into it; None when no term is a fusable projection.
