@@ -113,16 +113,14 @@ def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
     return methods
 
 
-def _chosen(kernel_class: KernelClass, new_trials: list[dict], earlier: str | None) -> str:
-    """What the default path ran for `kernel_class` in a cell: the choice of the cell's
-    first trial on the real input (`_trials`), else an earlier cell's on the same graph,
-    else the calibrated choice."""
-    if earlier is not None:
-        return earlier
+def _chosen(kernel_class: KernelClass, work: int, new_trials: list[dict]) -> str:
+    """What the default path ran for `kernel_class` on a cell's first call of a graph: the
+    winner of its trial on the real input (`_trials`), else the class's verdict for that
+    size or its calibrated choice."""
     for trial in new_trials:
         if trial["class"] == kernel_class.key():
             return f"{trial['choice']} (trial)"
-    return _autotune.choice(kernel_class)
+    return _trials.class_choice(kernel_class, work)
 
 
 # Rounds of the re-timing of the default path against the cell's fastest candidate alone:
@@ -147,16 +145,21 @@ def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
         kernel_class = KernelClass(
             "copy_lhs", "sum", "float32", "int32", _autotune.width_class(width, torch.float32),
             _autotune.size_class(graphs[name].num_nodes * width * 4))
-        chosen = _chosen(kernel_class, _trials.trial_results()[trials_before:],
-                         decided.get((name, kernel_class)))
-        decided[(name, kernel_class)] = chosen
+        # The forward is decided in the cell's "fwd" row; a "fwd+bwd" row's new trial (if
+        # any) is the backward's, on the transposed graph.
+        work = graphs[name].num_edges * width
+        chosen = _chosen(kernel_class, work, _trials.trial_results()[trials_before:])
+        if mode == "fwd":
+            decided[(name, width)] = chosen
+        else:
+            chosen = f"{decided.get((name, width), '?')}; bwd {chosen}"
         again = interleaved_median_ms({"default": methods["default"], best: methods[best]},
                                       _CONFIRM_ROUNDS, min_seconds)
         names = list(ms)
         rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
                      f"{ms['default'] / ms[best]:.2f}",
                      f"{again['default'] / again[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])
-    header = ["workload", "F", "pass", *(f"{m} ms" for m in names), "chosen (forward)",
+    header = ["workload", "F", "pass", *(f"{m} ms" for m in names), "chosen (fwd; bwd)",
               "fastest candidate", "default / fastest", "default / fastest, again",
               "fastest DGL / default"]
     return header, rows

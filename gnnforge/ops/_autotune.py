@@ -121,6 +121,14 @@ def representative_size(kernel_class: KernelClass) -> tuple[int, int]:
     return nodes, 2 * nodes
 
 
+def representative_work(kernel_class: KernelClass) -> int:
+    """Elements a calibration call of `kernel_class` gathers (edges x representative
+    width): how far a real call's size is from what the calibration measured."""
+    itemsize = 8 if kernel_class.dtype == "float64" else 4
+    width = max(1, _REPRESENTATIVE_BYTES[kernel_class.width_class] // itemsize)
+    return representative_size(kernel_class)[1] * width
+
+
 def isa_restriction() -> str | None:
     """The instruction-set ceiling from GNNFORGE_ISA, or None.
 

@@ -12,7 +12,11 @@ changes speed, never results) and returns its result; later calls on that graph 
 winner directly.
 
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
-(at most `_MAX_CONTENDERS`); calls gathering fewer than `_MIN_WORK` elements (a few
+(at most `_MAX_CONTENDERS`), within `_FAR_CONTENDER_RATIO` for a call `_FAR_FACTOR` times
+larger or smaller than the calibration input (its ranking says less there: restricted to
+SSE2, the calibration graph's 4 MiB of 256-byte rows ran numba 2.1x faster than the SSE2
+build, R-MAT 2^17's 32 MiB ran the SSE2 build 1.6x faster, and a 2x bound kept SSE2 out of
+the trial); calls gathering fewer than `_MIN_WORK` elements (a few
 microseconds, where timing is noise) and classes with one contender run the calibrated
 choice. A class times its contenders on at most `_GRAPHS_PER_CLASS` graphs of each size
 (work in the same power-of-4 range: `size_bucket`); after that (sampled minibatches: a new graph
@@ -41,12 +45,19 @@ from gnnforge.ops import _autotune
 __all__ = ["class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
 
 _CONTENDER_RATIO = 2.0
+_FAR_FACTOR = 4
+_FAR_CONTENDER_RATIO = 4.0
 _MAX_CONTENDERS = 3
 # numba's first calls on a graph ran 2-7x its steady time (Pubmed F=64: 3.0, 2.6, 0.75,
 # 0.52, 0.44 ms; its outputs come from fresh allocations until glibc's thresholds adapt),
 # the SSE2 build's 1.2x after one call: two warm-ups, the fastest of three timed runs.
+# Short calls get more timed rounds (up to `_MAX_TIMED_RUNS`, until the rounds took
+# `_ROUNDS_BUDGET_S`): on Pubmed at F=16 (0.15-0.2 ms calls) three rounds ranked numba over
+# MKL (0.190 vs 0.201 ms) where their steady times were 0.177 and 0.152.
 _WARMUP_RUNS = 2
 _TIMED_RUNS = 3
+_MAX_TIMED_RUNS = 15
+_ROUNDS_BUDGET_S = 0.02
 _GRAPHS_PER_CLASS = 3
 _MIN_WORK = 2**15
 
@@ -70,18 +81,29 @@ def enabled() -> bool:
     return not torch.are_deterministic_algorithms_enabled()
 
 
-def contenders(kernel_class: _autotune.KernelClass) -> list[str]:
+def contenders(kernel_class: _autotune.KernelClass, work: int | None = None) -> list[str]:
     """The calibrated choice first, then the candidates whose calibrated best time was
-    within `_CONTENDER_RATIO` of it (fastest first, at most `_MAX_CONTENDERS` in all)."""
+    within `_CONTENDER_RATIO` of it (fastest first, at most `_MAX_CONTENDERS` in all);
+    within `_FAR_CONTENDER_RATIO` when a call's `work` (gathered elements) is at least
+    `_FAR_FACTOR` times above or below the calibration's."""
     chosen = _autotune.choice(kernel_class)
     entry = _autotune.measured_classes().get(kernel_class.key(), {})
     times = entry.get("min_ms", {})
     if chosen not in times:
         return [chosen]
+    ratio = _FAR_CONTENDER_RATIO if _far_from_calibration(kernel_class, work) \
+        else _CONTENDER_RATIO
     close = sorted((name for name, ms in times.items()
-                    if name != chosen and ms <= _CONTENDER_RATIO * times[chosen]),
+                    if name != chosen and ms <= ratio * times[chosen]),
                    key=times.get)
     return [chosen, *close][:_MAX_CONTENDERS]
+
+
+def _far_from_calibration(kernel_class: _autotune.KernelClass, work: int | None) -> bool:
+    if work is None:
+        return False
+    calibrated = _autotune.representative_work(kernel_class)
+    return max(work, 1) >= _FAR_FACTOR * calibrated or _FAR_FACTOR * max(work, 1) <= calibrated
 
 
 def run(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
@@ -125,7 +147,7 @@ def class_choice(kernel_class: _autotune.KernelClass, work: int) -> str:
 
 def _names_for_new_graph(kernel_class: _autotune.KernelClass, work: int) -> list[str]:
     """The contenders to time on a new graph, or [the name to run] when none are left."""
-    names = contenders(kernel_class)
+    names = contenders(kernel_class, work)
     if len(names) == 1:
         _settled[(kernel_class, size_bucket(work))] = names[0]
     return names
@@ -158,7 +180,10 @@ def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
     # each timed call follows an untimed call of the same contender: right after another
     # kernel the same kernel measured up to 1.4x slower (Pubmed F=16: 0.22 vs 0.16 ms
     # after itself; the other runtime's threads still spin, the allocator's state moved).
-    for _ in range(_TIMED_RUNS):
+    rounds_start = _clock()
+    for round_index in range(_MAX_TIMED_RUNS):
+        if round_index >= _TIMED_RUNS and _clock() - rounds_start >= _ROUNDS_BUDGET_S:
+            break
         for name in names:
             call(name)
             start = _clock()

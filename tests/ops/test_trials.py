@@ -10,7 +10,7 @@ from gnnforge.ops import _autotune, _trials
 from gnnforge.ops._autotune import KernelClass
 
 SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
-BIG = 2**20          # work above _MIN_WORK
+BIG = 2**23          # work above _MIN_WORK, the calibration input's size for SUM64
 
 
 @pytest.fixture
@@ -72,6 +72,17 @@ def test_timed_calls_run_in_rounds_each_after_its_own_untimed_call(calibrated):
     assert calls[warm:] == ["numba", "numba", "native:sse2", "native:sse2"] * _trials._TIMED_RUNS
 
 
+def test_short_calls_get_more_timed_rounds_within_a_budget(calibrated):
+    calls, runner = calibrated
+    _trials.run(SUM64, (8,), BIG, runner({"numba": 1e-5, "native:sse2": 1e-5}))
+    assert calls.count("numba") == _trials._WARMUP_RUNS + 2 * _trials._MAX_TIMED_RUNS
+    calls.clear()
+    # 1 ms calls: a round of two contenders takes 4 ms; rounds stop once 20 ms are spent.
+    _trials.run(SUM64, (9,), BIG, runner({"numba": 1e-3, "native:sse2": 1e-3}))
+    rounds = (calls.count("numba") - _trials._WARMUP_RUNS) // 2
+    assert rounds == round(_trials._ROUNDS_BUDGET_S / 4e-3)
+
+
 def test_a_burst_during_a_trial_does_not_decide_it(calibrated, monkeypatch):
     calls, runner = calibrated
     # A neighbour's burst makes calls 7-12 three times slower. Timed back to back, it
@@ -125,6 +136,34 @@ def test_a_clear_calibration_is_not_timed_again(calibrated, monkeypatch):
     result = _trials.run(SUM64, (4,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
     assert result.ran == "numba"
     assert calls == ["numba"]
+
+
+def test_a_call_far_from_the_calibration_size_times_more_contenders(calibrated, monkeypatch):
+    calls, runner = calibrated
+    monkeypatch.setattr(_autotune, "measured_classes", lambda: {SUM64.key(): {
+        "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 2.5, "mkl": 5.0}}})
+    calibrated_work = _autotune.representative_work(SUM64)
+    far = _trials._FAR_FACTOR * calibrated_work
+    assert _trials.contenders(SUM64, calibrated_work) == ["numba"]
+    assert _trials.contenders(SUM64, far) == ["numba", "native:sse2"]
+    assert _trials.contenders(SUM64, calibrated_work // _trials._FAR_FACTOR) \
+        == ["numba", "native:sse2"]
+    assert _trials.contenders(SUM64, far - 1) == ["numba"]
+    # R-MAT 2^17 at F=64 under SSE2: the calibration graph preferred numba 2.5x, the
+    # 16x larger real graph prefers the SSE2 build.
+    result = _trials.run(SUM64, (7,), 16 * calibrated_work,
+                         runner({"numba": 1.6, "native:sse2": 1.0}))
+    assert result.ran == "native:sse2" and "mkl" not in calls
+
+
+def test_representative_work_is_edges_times_the_representative_width():
+    nodes, edges = _autotune.representative_size(SUM64)
+    assert _autotune.representative_work(SUM64) == edges * 64           # 256-byte float32 rows
+    doubles = SUM64._replace(dtype="float64")
+    assert _autotune.representative_work(doubles) == edges * 32
+    streaming = SUM64._replace(size=1)
+    assert _autotune.representative_work(streaming) == \
+        _autotune.representative_size(streaming)[1] * 64
 
 
 def test_after_a_few_graphs_new_graphs_run_the_most_frequent_winner(calibrated):
