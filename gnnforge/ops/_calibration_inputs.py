@@ -105,21 +105,20 @@ def _sddmm_runner(name: str, kernel_class: _autotune.KernelClass, sources: Tenso
     return lambda: kernel(sources, destinations, features, features, op)
 
 
-_HEADS = 8
-
-
 def _heads_runner(name: str, kernel_class: _autotune.KernelClass, rowptr: Tensor, col: Tensor,
                   eids: Tensor) -> Callable[[], object]:
-    """GAT's aggregation: [N, 8, D] node rows times per-head edge weights [E, 8, 1]."""
+    """GAT's aggregation: [N, H, D] node rows times per-head edge weights [E, H, 1], one
+    head's row D of the class's representative width (`_autotune.calibration_heads`)."""
     from gnnforge.ops._candidates import spmm_kernel
 
     nodes, edges = rowptr.shape[0] - 1, col.shape[0]
     dtype = _DTYPES[kernel_class.dtype]
     row_bytes = _autotune._REPRESENTATIVE_BYTES[kernel_class.width_class]
-    depth = max(2, row_bytes // (dtype.itemsize * _HEADS))
+    depth = max(2, row_bytes // dtype.itemsize)
+    heads = _autotune.calibration_heads(kernel_class)
     generator = torch.Generator().manual_seed(2)
-    lhs = torch.randn(nodes, _HEADS, depth, generator=generator, dtype=dtype)
-    weights = torch.rand(edges, _HEADS, 1, generator=generator, dtype=dtype)
+    lhs = torch.randn(nodes, heads, depth, generator=generator, dtype=dtype)
+    weights = torch.rand(edges, heads, 1, generator=generator, dtype=dtype)
     kernel = spmm_kernel(name)
     op = kernel_class.primitive.removesuffix("_heads")
     record = kernel_class.reduce in ("max", "min")

@@ -127,8 +127,12 @@ def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     else:
         data = lhs if rhs is None or lhs.dtype == torch.float64 else rhs
         width = max(math.prod(lhs.shape[1:]), math.prod(rhs.shape[1:]))
-        kernel_class = _class(_binary_primitive(op, lhs, rhs), reduce, data, rowptr, width,
-                              max(lhs.shape[0], rhs.shape[0]))
+        primitive = _binary_primitive(op, lhs, rhs)
+        gathered_bytes = max(lhs.shape[0], rhs.shape[0]) * width * data.dtype.itemsize
+        class_width = max(lhs.shape[-1], rhs.shape[-1]) if primitive.endswith("_heads") \
+            else width                     # per-head classes: one head's row (_autotune)
+        kernel_class = _classify(primitive, reduce, data.dtype, rowptr.dtype, class_width,
+                                 gathered_bytes)
     out, arg_lhs, arg_rhs = _trials.run(
         kernel_class, _graph_key(rowptr, col), col.shape[0] * width,
         lambda name: spmm_kernel(name)(rowptr, col, eids, lhs, rhs, op, reduce, record_args))
