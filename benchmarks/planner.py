@@ -142,7 +142,7 @@ def _warm_up(cost_model) -> None:
 
 
 def measure(model_name, graph, widths, training, iters, samples, seed, cost_model=None,
-            min_seconds=0.0, max_samples=40):
+            min_seconds=0.0, max_samples=40, settle=1):
     """Per-candidate run times and the planner's decision for one configuration."""
     torch.manual_seed(seed)
     layer = MODELS[model_name](*widths)
@@ -157,7 +157,7 @@ def measure(model_name, graph, widths, training, iters, samples, seed, cost_mode
     layer.plan = "default"
     layer_iteration(layer, graph, x, training)()  # warm-up: loops, CSR, degrees per graph
     first, times = time_plans(layer, graph, x, training, plans, samples, min_seconds,
-                              max_samples)
+                              max_samples, settle=settle)
     decisions = [optimize(layer, graph, training=training, cost_model=cost_model)
                  for _ in range(5)]  # the same decision 5 times; overhead: the median
     decision = decisions[0]
@@ -185,6 +185,9 @@ def main(argv=None) -> int:
     parser.add_argument("--min-seconds", type=float, default=1.0,
                         help="more rounds (up to --max-samples) until the rounds took this long")
     parser.add_argument("--max-samples", type=int, default=40)
+    parser.add_argument("--settle", type=int, default=1,
+                        help="untimed runs of a plan right before each of its timed runs "
+                        "(0: the rotation's runs as they come)")
     parser.add_argument("--widths", default=None,
                         help="comma-separated in:out pairs, e.g. 32:256,256:32")
     parser.add_argument("--graphs", nargs="+", default=None, help="subset of graph names")
@@ -242,7 +245,7 @@ def _run(args) -> int:
     for model_name, (gname, family, graph), w, training in tqdm(configs, desc="planner"):
         r = measure(model_name, graph, w, training, args.iters, args.samples,
                     seed=len(rows), cost_model=cost_model, min_seconds=args.min_seconds,
-                    max_samples=args.max_samples)
+                    max_samples=args.max_samples, settle=args.settle)
         row = dict(model=model_name, graph=gname, family=family, nodes=graph.num_nodes,
                    edges=graph.num_edges, widths=list(w), training=training,
                    samples=args.samples, min_seconds=args.min_seconds, threads=args.threads,
