@@ -78,6 +78,7 @@ WIDTHS = ((32, 256), (256, 32), (256, 256), (32, 2048), (2048, 32))
 MODELS = {"GCN": lambda i, o: GCNConv(i, o), "GAT": lambda i, o: GATConv(i, o, heads=1),
           "SAGE": lambda i, o: SAGEConv(i, o)}
 NOISE_QUANTILE = 0.9
+_MAX_AUTO_CALLS = 1000
 
 
 
@@ -107,7 +108,7 @@ def _width_rule(layer, graph):
 
 def _auto_run(layer, graph, x, training, cost_model):
     """A fresh auto layer (the given one's weights): real iterations until its plan is
-    locked in (at most its race's `max_calls`). Returns (plan of each call, locked plan,
+    locked in (at most `_MAX_AUTO_CALLS`). Returns (plan of each call, locked plan,
     planning seconds, race overhead by the layer's own timings, reason)."""
     configure_auto(cost_model=cost_model)
     auto = type(layer).__new__(type(layer))
@@ -117,12 +118,12 @@ def _auto_run(layer, graph, x, training, cost_model):
     run = layer_iteration(auto, graph, x, training)
     run()
     (entry,) = auto_plans(auto).values()
-    for _ in range(entry.race.max_calls if entry.race is not None else 0):
+    for _ in range(_MAX_AUTO_CALLS):  # its races' calls, the fallback's included
         if entry.plan is not None:
             break
         run()
-    calls = ([entry.race.plans[i] for i, _ in entry.race.calls] if entry.race is not None
-             else [entry.plan])
+    races = entry.earlier + [entry.race] if entry.race is not None else []
+    calls = [race.plans[i] for race in races for i, _ in race.calls] or [entry.plan]
     return calls, entry.plan, entry.planning_s, entry.overhead_s - entry.planning_s, \
         entry.reason
 

@@ -201,6 +201,16 @@ class Race(Generic[P]):
         predicted (with the models' cost ratios); None before it."""
         return self.times[0][0] if self.times[0] else None
 
+    def own_fault_share(self, index: int) -> float:
+        """The share of `index`'s median timed run that the page faults it took in every
+        run cost (its fewest, at `fault_s` each: faults no neighbour caused, since every
+        timed run follows a run of the same plan); 0 without runs."""
+        if not self._timed[index]:
+            return 0.0
+        own = min(faults for _, faults in self._timed[index])
+        median = statistics.median(seconds for seconds, _ in self._timed[index])
+        return min(own * self.fault_s / median, 1.0) if median > 0 else 0.0
+
     def _net_runs(self, index: int) -> list[float]:
         """`index`'s timed runs less the cost of
         the faults beyond the fewest any of them took, never below `_MOST_DISCOUNTED` of

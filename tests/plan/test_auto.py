@@ -289,3 +289,41 @@ def test_fingerprint_comparison_and_model_status():
 
 def test_a_model_with_no_planned_layers_reports_so():
     assert auto_report(nn.Linear(2, 2)) == "no layer has planned itself yet"
+
+
+def _drive(entry, seconds: dict, faults: dict, limit: int = 100) -> list[str]:
+    """Drive an AutoPlan with fixed per-plan seconds and page faults; returns the plans
+    of its calls."""
+    order = []
+    for _ in range(limit):
+        if entry.plan is not None:
+            break
+        plan, timed = entry.next_call()
+        order.append(plan)
+        if timed:
+            entry.record(plan, seconds[plan], faults[plan])
+    return order
+
+
+def test_a_winner_spending_its_runs_in_page_faults_races_the_default(settings):
+    """Cora, GCN 32 -> 256 inference, in one state of the planner benchmark's process:
+    both (ÂX)W orders faulted 1322 times a call after themselves, 2.6-2.8 ms, and the
+    default, which the models rank 2x slower and which did not race, ran in 0.99 ms
+    without a fault. A winner whose own faults cost a quarter of its runs or more
+    races the default; without faults it is locked in at once."""
+    from gnnforge.plan._auto import AutoPlan
+    from gnnforge.plan._race import Race
+
+    settings(samples=3, budget=1.0)
+    seconds = {"dyn": 2.64e-3, "pre": 2.72e-3, "default": 0.99e-3}
+    faults = {"dyn": 1322, "pre": 1322, "default": 0}
+    entry = AutoPlan("key", None, "in doubt", 0.0,
+                     Race(["dyn", "pre"], budget=1.0, fault_s=1.5e-6), fallback="default")
+    order = _drive(entry, seconds, faults)
+    assert entry.plan == "default" and "default" in order
+    assert len(entry.earlier) == 1 and entry.earlier[0].winner == "dyn"
+    assert entry.overhead_s > entry.earlier[0].overhead_s()  # both races count
+    entry = AutoPlan("key", None, "in doubt", 0.0,
+                     Race(["dyn", "pre"], budget=1.0, fault_s=1.5e-6), fallback="default")
+    order = _drive(entry, seconds, {"dyn": 0, "pre": 0, "default": 0})
+    assert entry.plan == "dyn" and "default" not in order and not entry.earlier
