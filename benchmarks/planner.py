@@ -4,7 +4,11 @@ For every graph x (in, out) width pair x {inference, training} and each model (G
 time every candidate the planner costs and the alternative (their first runs, then
 interleaved rounds: plan 1, plan 2, ..., plan 1, ...; at least SAMPLES rounds, more up
 to MAX_SAMPLES until the rounds took MIN_SECONDS; t = the median), then account each
-strategy's total for ITERS iterations (default 100) including its overheads:
+strategy's total for ITERS iterations (default 100) including its overheads. Each timed
+run follows --settle (1) untimed runs of the same plan: ITERS iterations of a plan
+always follow that plan, and a run's page faults depend on what the run before it freed
+(Cora, GCN 32 -> 256 inference: one order 0.59 ms after itself, 1.76 ms after another;
+`--settle 0` times the rotation's runs as they come, as before 2026-11-27 10:30 UTC):
 
     default      ITERS x t(PyG's plan)
     alternative  ITERS x t(the other association: (Â X) W for GCN, (alpha X) W for GAT)
