@@ -52,8 +52,7 @@ _MAX_RACERS = 4  # GCN's four orders when both realisations of Â and both regim
 # the models also predict cheaper, does not race (below).
 _WIDER = 4.0
 # A race whose first plan's first timed run spends this share of its time in page faults of
-# its own races that plan against the default instead, if the default did not race
-# (`AutoPlan`).
+# its own restarts with the default in it, if the default did not race (`AutoPlan`).
 _FAULTED = 0.25
 
 
@@ -123,9 +122,9 @@ class AutoPlan:
         planning_s: seconds spent predicting (features, models, decision).
         race: the measured selection (the last one), or None.
         plan: the locked-in plan (None while the race runs).
-        fallback: the default, when it did not race: it races the first plan instead of
-            the others if that plan's first timed run spends `_FAULTED` of its time or
-            more in page faults of its own (`_finish`).
+        fallback: the default, when it did not race: the race restarts with it if the
+            first plan's first timed run spends `_FAULTED` of its time or more in page
+            faults of its own (`_finish`).
             The models cost compute, not the allocator's page faults, and where glibc
             gives a plan's freed tensors back to the kernel every call, those faults
             can outweigh the compute: in one process state of the planner benchmark, on
@@ -167,33 +166,37 @@ class AutoPlan:
     def _finish(self) -> None:
         """Lock in the race's winner once it is done; and as soon as the first plan's
         first timed run (the probe) spends `_FAULTED` of its time or more in page faults
-        of its own, race that plan against the fallback (the default) instead: the
-        first race ranked plans the models chose by their compute, and every further
-        run of a faulting plan costs what the default would have saved (on Cora,
-        1.65 ms a call over the default's 0.99; finishing the first race first cost 24%
-        of 100 iterations)."""
+        of its own, restart the race with the fallback (the default) in it: the models
+        cost compute, and every further run of a faulting plan costs what the default
+        may save (on Cora, 1.65 ms a call over the default's 0.99; finishing the first
+        race before racing the default cost 24% of 100 iterations)."""
         race = self.race
         if self.fallback is not None and race.probe is not None:
             if race.own_fault_share(0) >= _FAULTED:
-                self._race_fallback(race.plans[0])
+                self._race_fallback()
                 return
             self.fallback = None  # the probe did not fault: the models' ranking holds
         if race.done:
             self.plan = race.winner
 
-    def _race_fallback(self, plan: Composition) -> None:
-        """Race `plan` against the fallback, the fallback first (its first run, then
-        timed), `plan` kept unless the fallback is measured faster beyond the noise."""
-        self.earlier.append(self.race)
+    def _race_fallback(self) -> None:
+        """Race the fallback (first: its first run, then timed) and the first race's
+        plans, whose decision is kept unless another is measured faster beyond the
+        noise. A probe's faults can be passing (a plan faulting in one run of three):
+        the others stay in."""
+        first = self.race
+        plans = [self.fallback, *first.plans[:_MAX_RACERS - 1]]
         predicted = None
         if self.decision is not None:
             costs = dict(self.decision.costs)
-            predicted = [costs[self.fallback], costs[plan]]
-        self.race = Race([self.fallback, plan], _SETTINGS.samples, _SETTINGS.budget,
-                         _SETTINGS.horizon, predicted, _SETTINGS.max_samples, keep=1,
-                         fault_s=self.race.fault_s, spent_s=self.overhead_s)
+            predicted = [costs[plan] for plan in plans]
+        keep = plans.index(first.plans[first.keep]) if first.keep < _MAX_RACERS - 1 else 0
+        self.earlier.append(first)
+        self.race = Race(plans, _SETTINGS.samples, _SETTINGS.budget, _SETTINGS.horizon,
+                         predicted, _SETTINGS.max_samples, keep=keep, fault_s=first.fault_s,
+                         spent_s=self.overhead_s)
         self.fallback = None
-        self.reason += "; page faults in the first timed run: the default races it"
+        self.reason += "; page faults in the first timed run: the default races too"
 
     def describe(self) -> str:
         if self.plan is None:
