@@ -4,7 +4,11 @@ For every graph x (in, out) width pair x {inference, training} and each model (G
 time every candidate the planner costs and the alternative (their first runs, then
 interleaved rounds: plan 1, plan 2, ..., plan 1, ...; at least SAMPLES rounds, more up
 to MAX_SAMPLES until the rounds took MIN_SECONDS; t = the median), then account each
-strategy's total for ITERS iterations (default 100) including its overheads:
+strategy's total for ITERS iterations (default 100) including its overheads. Each timed
+run follows --settle (1) untimed runs of the same plan: ITERS iterations of a plan
+always follow that plan, and a run's page faults depend on what the run before it freed
+(Cora, GCN 32 -> 256 inference: one order 0.59 ms after itself, 1.76 ms after another;
+`--settle 0` times the rotation's runs as they come, as before 2026-11-27 10:30 UTC):
 
     default      ITERS x t(PyG's plan)
     alternative  ITERS x t(the other association: (Â X) W for GCN, (alpha X) W for GAT)
@@ -78,6 +82,7 @@ WIDTHS = ((32, 256), (256, 32), (256, 256), (32, 2048), (2048, 32))
 MODELS = {"GCN": lambda i, o: GCNConv(i, o), "GAT": lambda i, o: GATConv(i, o, heads=1),
           "SAGE": lambda i, o: SAGEConv(i, o)}
 NOISE_QUANTILE = 0.9
+_MAX_AUTO_CALLS = 1000
 
 
 
@@ -107,7 +112,7 @@ def _width_rule(layer, graph):
 
 def _auto_run(layer, graph, x, training, cost_model):
     """A fresh auto layer (the given one's weights): real iterations until its plan is
-    locked in (at most its race's `max_calls`). Returns (plan of each call, locked plan,
+    locked in (at most `_MAX_AUTO_CALLS`). Returns (plan of each call, locked plan,
     planning seconds, race overhead by the layer's own timings, reason)."""
     configure_auto(cost_model=cost_model)
     auto = type(layer).__new__(type(layer))
@@ -117,12 +122,12 @@ def _auto_run(layer, graph, x, training, cost_model):
     run = layer_iteration(auto, graph, x, training)
     run()
     (entry,) = auto_plans(auto).values()
-    for _ in range(entry.race.max_calls if entry.race is not None else 0):
+    for _ in range(_MAX_AUTO_CALLS):  # its races' calls, the fallback's included
         if entry.plan is not None:
             break
         run()
-    calls = ([entry.race.plans[i] for i, _ in entry.race.calls] if entry.race is not None
-             else [entry.plan])
+    races = entry.earlier + [entry.race] if entry.race is not None else []
+    calls = [race.plans[i] for race in races for i, _ in race.calls] or [entry.plan]
     return calls, entry.plan, entry.planning_s, entry.overhead_s - entry.planning_s, \
         entry.reason
 
@@ -142,7 +147,7 @@ def _warm_up(cost_model) -> None:
 
 
 def measure(model_name, graph, widths, training, iters, samples, seed, cost_model=None,
-            min_seconds=0.0, max_samples=40):
+            min_seconds=0.0, max_samples=40, settle=1):
     """Per-candidate run times and the planner's decision for one configuration."""
     torch.manual_seed(seed)
     layer = MODELS[model_name](*widths)
@@ -157,7 +162,7 @@ def measure(model_name, graph, widths, training, iters, samples, seed, cost_mode
     layer.plan = "default"
     layer_iteration(layer, graph, x, training)()  # warm-up: loops, CSR, degrees per graph
     first, times = time_plans(layer, graph, x, training, plans, samples, min_seconds,
-                              max_samples)
+                              max_samples, settle=settle)
     decisions = [optimize(layer, graph, training=training, cost_model=cost_model)
                  for _ in range(5)]  # the same decision 5 times; overhead: the median
     decision = decisions[0]
@@ -185,6 +190,9 @@ def main(argv=None) -> int:
     parser.add_argument("--min-seconds", type=float, default=1.0,
                         help="more rounds (up to --max-samples) until the rounds took this long")
     parser.add_argument("--max-samples", type=int, default=40)
+    parser.add_argument("--settle", type=int, default=1,
+                        help="untimed runs of a plan right before each of its timed runs "
+                        "(0: the rotation's runs as they come)")
     parser.add_argument("--widths", default=None,
                         help="comma-separated in:out pairs, e.g. 32:256,256:32")
     parser.add_argument("--graphs", nargs="+", default=None, help="subset of graph names")
@@ -242,7 +250,7 @@ def _run(args) -> int:
     for model_name, (gname, family, graph), w, training in tqdm(configs, desc="planner"):
         r = measure(model_name, graph, w, training, args.iters, args.samples,
                     seed=len(rows), cost_model=cost_model, min_seconds=args.min_seconds,
-                    max_samples=args.max_samples)
+                    max_samples=args.max_samples, settle=args.settle)
         row = dict(model=model_name, graph=gname, family=family, nodes=graph.num_nodes,
                    edges=graph.num_edges, widths=list(w), training=training,
                    samples=args.samples, min_seconds=args.min_seconds, threads=args.threads,

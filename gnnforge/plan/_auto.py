@@ -51,6 +51,9 @@ _MAX_RACERS = 4  # GCN's four orders when both realisations of Â and both regim
 # A candidate in doubt whose aggregations are this many times wider than another's, which
 # the models also predict cheaper, does not race (below).
 _WIDER = 4.0
+# A race whose first plan's first timed run spends this share of its time in page faults of
+# its own restarts with the default in it, if the default did not race (`AutoPlan`).
+_FAULTED = 0.25
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,18 @@ class AutoPlan:
         decision: the cost models' prediction (None when there were no models).
         reason: why it measures ("" when the prediction is trusted).
         planning_s: seconds spent predicting (features, models, decision).
-        race: the measured selection, or None.
+        race: the measured selection (the last one), or None.
         plan: the locked-in plan (None while the race runs).
+        fallback: the default, when it did not race: the race restarts with it if the
+            first plan's first timed run spends `_FAULTED` of its time or more in page
+            faults of its own (`_finish`).
+            The models cost compute, not the allocator's page faults, and where glibc
+            gives a plan's freed tensors back to the kernel every call, those faults
+            can outweigh the compute: in one process state of the planner benchmark, on
+            Cora (GCN 32 -> 256 inference), both (ÂX)W orders faulted 1322 times a call
+            (2.6-2.8 ms) and the default, which the models rank 2x slower and which did
+            not race, ran in 0.99 ms without a fault.
+        earlier: races run before `race` (the first race, when the fallback races).
     """
 
     key: tuple
@@ -128,26 +141,62 @@ class AutoPlan:
     race: Race | None = None
     plan: Composition | None = None
     calls: int = field(default=0)
+    fallback: Composition | None = None
+    earlier: list[Race] = field(default_factory=list)
 
     @property
     def overhead_s(self) -> float:
-        """Planning plus what the race's calls took beyond its winner's."""
-        return self.planning_s + (self.race.overhead_s() if self.race is not None else 0.0)
+        """Planning plus what the races' calls took beyond their winners'."""
+        races = self.earlier + ([self.race] if self.race is not None else [])
+        return self.planning_s + sum(race.overhead_s() for race in races)
 
     def next_call(self) -> tuple[Composition, bool]:
         self.calls += 1
         if self.plan is not None:
             return self.plan, False
         plan, timed = self.race.next_call()
-        if self.race.done:  # a call over budget may end the race without a timing
-            self.plan = self.race.winner
+        self._finish()  # a call over budget may end the race without a timing
         return plan, timed
 
     def record(self, plan: Composition, seconds: float, faults: int = 0) -> None:
         if self.race is not None and self.plan is None:
             self.race.record(plan, seconds, faults)
-            if self.race.done:
-                self.plan = self.race.winner
+            self._finish()
+
+    def _finish(self) -> None:
+        """Lock in the race's winner once it is done; and as soon as the first plan's
+        first timed run (the probe) spends `_FAULTED` of its time or more in page faults
+        of its own, restart the race with the fallback (the default) in it: the models
+        cost compute, and every further run of a faulting plan costs what the default
+        may save (on Cora, 1.65 ms a call over the default's 0.99; finishing the first
+        race before racing the default cost 24% of 100 iterations)."""
+        race = self.race
+        if self.fallback is not None and race.probe is not None:
+            if race.own_fault_share(0) >= _FAULTED:
+                self._race_fallback()
+                return
+            self.fallback = None  # the probe did not fault: the models' ranking holds
+        if race.done:
+            self.plan = race.winner
+
+    def _race_fallback(self) -> None:
+        """Race the fallback (first: its first run, then timed) and the first race's
+        plans, whose decision is kept unless another is measured faster beyond the
+        noise. A probe's faults can be passing (a plan faulting in one run of three):
+        the others stay in."""
+        first = self.race
+        plans = [self.fallback, *first.plans[:_MAX_RACERS - 1]]
+        predicted = None
+        if self.decision is not None:
+            costs = dict(self.decision.costs)
+            predicted = [costs[plan] for plan in plans]
+        keep = plans.index(first.plans[first.keep]) if first.keep < _MAX_RACERS - 1 else 0
+        self.earlier.append(first)
+        self.race = Race(plans, _SETTINGS.samples, _SETTINGS.budget, _SETTINGS.horizon,
+                         predicted, _SETTINGS.max_samples, keep=keep, fault_s=first.fault_s,
+                         spent_s=self.overhead_s)
+        self.fallback = None
+        self.reason += "; page faults in the first timed run: the default races too"
 
     def describe(self) -> str:
         if self.plan is None:
@@ -232,7 +281,8 @@ def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
                 keep=racers.index(chosen),
                 fault_s=_at_startup(page_fault_seconds, _fault_cost_is_read()),
                 spent_s=elapsed)
-    return AutoPlan(key, decision, reason, elapsed, race)
+    fallback = None if plans.index(decision.default) in racers else decision.default
+    return AutoPlan(key, decision, reason, elapsed, race, fallback=fallback)
 
 
 T = TypeVar("T")

@@ -56,7 +56,7 @@ def _seconds(run: Callable[[], None]) -> float:
 
 def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
                plans: Sequence[Composition], samples: int, min_seconds: float = 0.0,
-               max_samples: int = 40
+               max_samples: int = 40, settle: int = 0
                ) -> tuple[dict[Composition, float], dict[Composition, list[float]]]:
     """Time each plan of `layer`: its first run, then runs in interleaved rounds.
 
@@ -68,12 +68,18 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
     timings need, at little cost. Call once on the graph before (warm-up of per-graph
     caches and kernel compilation).
 
+    `settle` untimed runs of a plan precede each of its timed runs: a run's page faults
+    depend on what the previous run freed (glibc gives freed multi-megabyte tensors back
+    to the kernel), so a plan timed after another plan is charged for its neighbour,
+    while a plan run for many iterations always follows itself (`gnnforge.plan._race`).
+
     Returns:
         (first run seconds per plan, the runs' seconds per plan).
     """
-    if samples < 1 or max_samples < samples:
-        raise ValueError(f"time_plans: need 1 <= samples <= max_samples, got samples="
-                         f"{samples}, max_samples={max_samples}")
+    if samples < 1 or max_samples < samples or settle < 0:
+        raise ValueError(f"time_plans: need 1 <= samples <= max_samples and settle >= 0, "
+                         f"got samples={samples}, max_samples={max_samples}, "
+                         f"settle={settle}")
     run = layer_iteration(layer, graph, x, training)
     previous = layer.plan
     first: dict[Composition, float] = {}
@@ -87,6 +93,8 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
             shift = rounds % len(plans)  # rotate, so no plan always runs first
             for plan in [*plans[shift:], *plans[:shift]]:
                 layer.plan = plan
+                for _ in range(settle):
+                    run()
                 times[plan].append(_seconds(run))
                 spent += times[plan][-1]
             rounds += 1

@@ -10,8 +10,21 @@ by a budget, a fraction of a run of `horizon` iterations of the best plan (2% of
 default), which the layer's planning time counts against too: a call that would pass it
 is not made.
 
-Timed runs come in interleaved rounds (every surviving candidate once per round, each
-round starting one candidate later), so a slow phase of a shared machine hits the
+Every timed run follows a run of the same plan, as every call of a locked-in plan does:
+a call's page faults depend on what the call before it freed (glibc gives freed
+multi-megabyte tensors back to the kernel), so a plan timed right after another plan
+pays for its neighbour's frees. On Cora, GCN 32 -> 256 inference (glibc's thresholds
+at 3 MB), the dynamic (ÂX)W took 0.59 ms after itself and 1.76-1.84 ms after another
+order (645 faults: one fresh 2708 x 256 tensor); in one state of the planner
+benchmark's process, the default 0.99 ms after itself and 1.74-1.86 ms after either
+other order. Timed after each other, the race called the dynamic order the best where
+the benchmark's rotations (timed after other plans too) found it 1.05x or 0.70x the
+default. So a candidate whose last call ran another plan first runs once untimed (its
+*settling* run, a real iteration counted in the overhead), then timed.
+
+Timed runs come in interleaved rounds (every surviving candidate once per round, in
+their order, then in reverse, and so on: a round starts with the plan the last one
+ended with, which needs no settling run), so a slow phase of a shared machine hits the
 candidates alike instead of whichever ran then. Candidates are compared by the median
 of their runs in rounds. (Their fastest run, used before, is the estimate external
 interference leaves alone, but some plans run fast or slow by turns on a quiet machine
@@ -28,10 +41,10 @@ in, else the best). Near-equal candidates cost almost nothing per extra round,
 which is where extra rounds are spent. The overhead is counted against the
 winner's median, which includes the noise.
 
-Runs are compared net of the page faults beyond a candidate's fewest (`fault_s` seconds
-each, `_faults`): which call touches fresh pages depends on what the previous calls
-freed, and candidates that alternate charge each other's frees to one another (on Cora,
-1 ms of faults in a 4 ms call, after one neighbour and not after another). Faults a
+Runs are also compared net of the page faults beyond a candidate's fewest (`fault_s`
+seconds each, `_faults`), which was the answer to the neighbours' frees before runs
+were settled (on Cora, 1 ms of faults in a 4 ms call, after one neighbour and not
+after another) and still discounts faults a plan does not take every time. Faults a
 candidate takes in every run are its own and stay in. The calls' real seconds, faults
 included, are what the overhead and the budget count.
 """
@@ -73,14 +86,13 @@ class Race(Generic[P]):
 
     Each candidate's first run is untimed, the first plan's first (it pays the
     per-graph preparation every plan shares; the others pay their own one-off costs,
-    such as a kernel compiled on first use: 16 s once, measured). The first plan's
-    second run, the *probe*, is timed at once, so the others' first runs can be
-    predicted from it; it counts for the budget but not in the comparison (it follows
-    a run of the same plan, whose data it finds in cache: on small graphs the fastest
-    run of all). Then timed rounds (module docstring) until one candidate remains, or
-    after `samples` rounds none is within the best's spread, or after `max_samples`
-    rounds. A call whose expected overhead would pass the budget is not made: its
-    candidate is dropped.
+    such as a kernel compiled on first use: 16 s once, measured), and settles it: its
+    timed run of the first round follows. The first plan's, the *probe*, predicts the
+    others' first-run costs. Then timed rounds (module docstring), each timed run right
+    after a run of the same plan, until one candidate remains, or after `samples`
+    rounds none is within the best's spread, or after `max_samples` rounds. A call
+    whose expected overhead would pass the budget is not made: its candidate is
+    dropped.
 
     Args:
         plans: the candidates, the first to run first (the auto layers put the models'
@@ -98,9 +110,10 @@ class Race(Generic[P]):
         keep: the plan kept when no other is measured faster beyond the noise (the
             models' decision), which need not run first: the auto layers run the
             cheapest prediction first, so a slow decision (the default when in doubt)
-            runs once untimed and then only in rounds, where pruning and the budget
-            stop it, instead of twice before any comparison (its first run and the
-            probe: 2.7 iterations of the best each, at 3.7x, once).
+            runs once untimed and once timed in the first round, after which pruning
+            and the budget can stop it (run first, before runs were settled, it ran
+            twice before any comparison and a third time in the first round: 2.7
+            iterations of the best each, at 3.7x, once).
         fault_s: seconds one page fault costs (`_faults.page_fault_seconds`): runs are
             compared net of the faults `record` reports beyond the candidate's fewest
             (0: as timed).
@@ -134,7 +147,6 @@ class Race(Generic[P]):
         self.predicted = list(predicted) if predicted is not None else None
         self.times: dict[int, list[float]] = {i: [] for i in range(len(self.plans))}
         self._timed: dict[int, list[tuple[float, int]]] = {i: [] for i in self.times}
-        self.probe: float | None = None  # the first plan's first timed run
         self.calls: list[tuple[int, float | None]] = []  # (plan, seconds or None: untimed)
         self.alive = list(range(len(self.plans)))
         self.rounds = 0  # timed rounds completed
@@ -146,28 +158,29 @@ class Race(Generic[P]):
 
     @property
     def max_calls(self) -> int:
-        """Calls the race takes at most: first runs, the probe and the rounds."""
-        return len(self.plans) * (1 + self.max_samples) + 1
+        """Calls the race takes at most: a timed and a settling run per plan and round."""
+        return 2 * len(self.plans) * self.max_samples
 
     def next_call(self) -> tuple[P, bool]:
         """(plan to run now, whether to time it). After the race: (winner, False)."""
         if self.winner is not None:
             return self.winner, False
-        if self.calls == [(0, None)]:
-            return self.plans[0], True  # the probe
-        called = {index for index, _ in self.calls}
-        for index in list(self.alive):  # a plan's first run pays one-off costs: not timed
-            if index not in called:
+        while not self._end_rounds():
+            index = self._due()
+            if self.calls and self.calls[-1] == (index, None):
+                return self.plans[index], True  # its settling run was made: time this one
+            settled = bool(self.calls) and self.calls[-1][0] == index
+            if all(i != index for i, _ in self.calls):  # its first run: untimed
                 if self._predicted_over_budget(index):
                     self.alive.remove(index)
                     continue
-                self.calls.append((index, None))
-                return self.plans[index], False
-        while not self._end_rounds():
-            index = self._due()
-            if not self._over_budget(index):
+            elif self._over_budget(index, 1 if settled else 2):
+                self.alive.remove(index)
+                continue
+            if settled:
                 return self.plans[index], True
-            self.alive.remove(index)
+            self.calls.append((index, None))
+            return self.plans[index], False
         return self.winner, False
 
     def record(self, plan: P, seconds: float, faults: int = 0) -> None:
@@ -178,19 +191,28 @@ class Race(Generic[P]):
             return
         index = self.plans.index(plan)
         self.calls.append((index, float(seconds)))
-        if self.probe is None and index == 0 and len(self.calls) == 2:
-            self._timed[index].append((float(seconds), int(faults)))
-            self.probe = self._net_runs(index)[0]
-            return
         self._timed[index].append((float(seconds), int(faults)))
-        net = self._net_runs(index)
-        if index == 0 and self.probe is not None:
-            self.probe, net = net[0], net[1:]
-        self.times[index] = net
+        self.times[index] = self._net_runs(index)
         self._end_rounds()
 
+    @property
+    def probe(self) -> float | None:
+        """The first plan's first timed run (net), from which the others' first runs are
+        predicted (with the models' cost ratios); None before it."""
+        return self.times[0][0] if self.times[0] else None
+
+    def own_fault_share(self, index: int) -> float:
+        """The share of `index`'s median timed run that the page faults it took in every
+        run cost (its fewest, at `fault_s` each: faults no neighbour caused, since every
+        timed run follows a run of the same plan); 0 without runs."""
+        if not self._timed[index]:
+            return 0.0
+        own = min(faults for _, faults in self._timed[index])
+        median = statistics.median(seconds for seconds, _ in self._timed[index])
+        return min(own * self.fault_s / median, 1.0) if median > 0 else 0.0
+
     def _net_runs(self, index: int) -> list[float]:
-        """`index`'s timed runs (the probe first, for the first plan) less the cost of
+        """`index`'s timed runs less the cost of
         the faults beyond the fewest any of them took, never below `_MOST_DISCOUNTED` of
         the run. The faults every run takes are the plan's own (in a process whose
         allocator unmaps every freed tensor, each call faults all of its fresh pages:
@@ -202,15 +224,14 @@ class Race(Generic[P]):
                 for seconds, faults in self._timed[index]]
 
     def _due(self) -> int:
-        """The next candidate of the current round. Each round starts one candidate
-        later, the first with the second plan: the first plan's third run (after its
-        first run and probe) then comes after the others were measured, so the budget
-        can stop it (with the first round starting at the decision, a default 3.8x
-        slower than the best cost 8.5% of 100 iterations). No plan runs twice in a
-        row, except, with two candidates, the second plan's first timed run right after
-        its untimed one (two simply alternate, the second first)."""
-        shift = 1 if len(self.alive) == 2 else (self.rounds + 1) % len(self.alive)
-        order = self.alive[shift:] + self.alive[:shift]
+        """The next candidate of the current round. Rounds run the candidates in their
+        order, then in reverse, and so on: each round starts with the plan the previous
+        one ended with, whose last run settles it (no extra run), and the first plan's
+        next run, after its first run and first timed run, comes last in the second
+        round, after the others were measured, so the budget can stop it (with the
+        second round starting at the first plan, then always the decision, a default
+        3.8x slower than the best cost 8.5% of 100 iterations)."""
+        order = self.alive if self.rounds % 2 == 0 else self.alive[::-1]
         return next(i for i in order if len(self.times[i]) <= self.rounds)
 
     def _end_rounds(self) -> bool:
@@ -286,11 +307,10 @@ class Race(Generic[P]):
         predictions)."""
         return self.predicted is not None and self.predicted[index] > self.predicted[best]
 
-    # ---- cost: every timed call counts, the probe included
+    # ---- cost: every call counts, timed, settling or first
 
     def _runs(self, index: int) -> list[float]:
-        return self.times[index] + ([self.probe] if index == 0 and self.probe is not None
-                                    else [])
+        return self.times[index]
 
     def _reference(self) -> int | None:
         """The plan overheads are counted against: the winner, else the fastest so far."""
@@ -339,13 +359,15 @@ class Race(Generic[P]):
         expected = self._predicted_s(index, self.probe) - self.probe
         return self._spent() + 2 * max(expected, 0.0) > self.budget_s()
 
-    def _over_budget(self, index: int) -> bool:
+    def _over_budget(self, index: int, runs: int) -> bool:
+        """Whether `runs` more runs of `index` (its timed run, and its settling run if the
+        last call ran another plan) are expected to pass the budget."""
         best = self._reference()
         if best is None or index == best or not self._runs(index):
             return False
         # what one more run is expected to cost, from the runs least hit by noise
         expected = min(self._runs(index)) - min(self._runs(best))
-        return self._spent() + max(expected, 0.0) > self.budget_s()
+        return self._spent() + runs * max(expected, 0.0) > self.budget_s()
 
     def _spent(self) -> float:
         """What counts against the budget so far: the planning before the race and the

@@ -289,3 +289,54 @@ def test_fingerprint_comparison_and_model_status():
 
 def test_a_model_with_no_planned_layers_reports_so():
     assert auto_report(nn.Linear(2, 2)) == "no layer has planned itself yet"
+
+
+def _drive(entry, seconds: dict, faults: dict, limit: int = 100) -> list[str]:
+    """Drive an AutoPlan with fixed per-plan seconds and page faults; returns the plans
+    of its calls."""
+    order = []
+    for _ in range(limit):
+        if entry.plan is not None:
+            break
+        plan, timed = entry.next_call()
+        order.append(plan)
+        if timed:
+            entry.record(plan, seconds[plan], faults[plan])
+    return order
+
+
+def test_a_first_plan_spending_its_run_in_page_faults_races_the_default(settings):
+    """Cora, GCN 32 -> 256 inference, in one state of the planner benchmark's process:
+    both (ÂX)W orders faulted 1322 times a call after themselves, 2.6-2.8 ms, and the
+    default, which the models rank 2x slower and which did not race, ran in 0.99 ms
+    without a fault. When the first plan's first timed run spends a quarter of its time
+    or more in faults of its own, the race restarts with the default in it (first);
+    without faults the default never runs."""
+    from gnnforge.plan._auto import AutoPlan
+    from gnnforge.plan._race import Race
+
+    settings(samples=3, budget=0.02)
+    seconds = {"dyn": 2.64e-3, "pre": 2.72e-3, "default": 0.99e-3}
+    faults = {"dyn": 1322, "pre": 1322, "default": 0}
+
+    def entry():
+        return AutoPlan("key", None, "in doubt", 0.0,
+                        Race(["dyn", "pre"], budget=0.02, fault_s=1.5e-6, keep=1),
+                        fallback="default")
+
+    faulting = entry()
+    order = _drive(faulting, seconds, faults)
+    assert faulting.plan == "default"
+    assert order[:4] == ["dyn", "dyn", "default", "default"]
+    assert len(faulting.earlier) == 1 and faulting.earlier[0].plans == ["dyn", "pre"]
+    assert faulting.race.plans == ["default", "dyn", "pre"]
+    assert faulting.race.plans[faulting.race.keep] == "pre"  # the first race's decision
+    assert "the default races too" in faulting.reason
+    # a passing fault in the probe: the faster of the first race's plans still wins
+    passing = entry()
+    _drive(passing, {"dyn": 0.8e-3, "pre": 0.67e-3, "default": 0.95e-3},
+           {"dyn": 300, "pre": 0, "default": 0})
+    assert passing.plan == "pre" and passing.earlier
+    quiet = entry()
+    order = _drive(quiet, seconds, {"dyn": 0, "pre": 0, "default": 0})
+    assert quiet.plan == "dyn" and "default" not in order and not quiet.earlier

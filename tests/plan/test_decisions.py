@@ -205,6 +205,30 @@ def test_time_plans_interleaves_and_restores_the_plan():
     assert all(len(t) == 7 for t in more.values())  # capped: a tiny layer never reaches 60 s
 
 
+class _PlanLog(torch.nn.Module):
+    """Stands in for a layer: records the plan of every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plan, self.log = "auto", []
+
+    def forward(self, graph, x):
+        self.log.append(self.plan)
+        return x
+
+
+def test_time_plans_settles_each_plan_before_timing_it():
+    # a plan run for many iterations follows itself: with settle=1 each timed run follows
+    # an untimed run of the same plan, never another plan's (whose frees it would pay for)
+    layer, plans = _PlanLog(), ["p", "q", "r"]
+    _, times = time_plans(layer, None, torch.zeros(1), False, plans, samples=2, settle=1)
+    rounds = layer.log[len(plans):]  # after the first runs
+    assert len(rounds) == 2 * len(plans) * 2 and all(len(t) == 2 for t in times.values())
+    assert all(rounds[k] == rounds[k + 1] for k in range(0, len(rounds), 2))
+    with pytest.raises(ValueError, match="settle=-1"):
+        time_plans(layer, None, torch.zeros(1), False, plans, samples=2, settle=-1)
+
+
 def test_decision_errors_and_margin_on_tiny_graphs():
     graphs = [("grid", grid_2d(6, 6)), ("rmat", rmat(6, 200, seed=2))]
     records = decision_errors(RateModel(), graphs, widths=((8, 32), (32, 32)), samples=2,

@@ -29,11 +29,12 @@ def _run(race: Race, seconds: dict[str, float], limit: int = 100) -> list[str]:
 def test_race_warms_up_then_times_and_locks_in_the_fastest():
     race = Race(["a", "b"], samples=3, budget=1.0)
     order = _run(race, {"a": 1.0, "b": 1.05})
-    assert order[:3] == ["a", "a", "b"]  # a untimed, a timed, then b's untimed first run
+    assert order[:4] == ["a", "a", "b", "b"]  # each: an untimed first run, a timed run
     assert race.winner == "a"
     assert len(race.times[0]) == 3 and len(race.times[1]) == 3
-    # four runs of b (one untimed), each 0.05 slower than a: the race's whole cost
-    assert race.overhead_s() == pytest.approx(0.2)
+    # five runs of b (its first run and one settling run untimed), each 0.05 slower
+    # than a: the race's whole cost
+    assert race.overhead_s() == pytest.approx(0.25)
 
 
 def test_a_clearly_slower_candidate_is_dropped_after_one_run():
@@ -127,20 +128,23 @@ def _replay(race: Race, timings: dict[str, list[float]], limit: int = 200) -> li
     return calls
 
 
-def test_timed_runs_come_in_interleaved_rotating_rounds():
+def test_every_timed_run_follows_a_run_of_the_same_plan_in_alternating_rounds():
     race = Race(["a", "b", "c"], samples=3, max_samples=3, budget=10.0)
-    calls = _replay(race, {p: [1.0] * 4 for p in "abc"})
-    # a's first run, its probe (timed, not compared), the others' first runs
-    assert calls[:4] == [("a", False), ("a", True), ("b", False), ("c", False)]
-    # each round starts one plan later (the first with b): none runs twice in a row
-    assert [p for p, timed in calls[4:] if timed] == ["b", "c", "a", "c", "a", "b",
-                                                      "a", "b", "c"]
+    calls = _replay(race, {p: [1.0] * 3 for p in "abc"})
+    # round 1: each plan's untimed first run, then its timed run
+    assert calls[:6] == [("a", False), ("a", True), ("b", False), ("b", True),
+                         ("c", False), ("c", True)]
+    # then the plans in reverse, and forward again: each round starts with the plan the
+    # last one ended with (no settling run), the others settle with an untimed run
+    assert [p for p, timed in calls[6:] if timed] == ["c", "b", "a", "a", "b", "c"]
+    assert all(calls[k - 1][0] == plan for k, (plan, timed) in enumerate(calls) if timed)
+    assert len(calls) == 6 + 5 + 5 + 1 <= race.max_calls + 1
     assert race.rounds == 3 and race.winner == "a"  # a tie: the first plan
     assert race.probe == 1.0 and all(len(race.times[i]) == 3 for i in range(3))
-    # two candidates alternate, the second first (the first has run twice already)
+    # two candidates: the second's timed runs chain across rounds
     race = Race(["a", "b"], samples=2, max_samples=2, budget=10.0)
-    calls = _replay(race, {p: [1.0] * 3 for p in "ab"})
-    assert [p for p, _ in calls[:-1]] == ["a", "a", "b", "b", "a", "b", "a"]
+    calls = _replay(race, {p: [1.0] * 2 for p in "ab"})
+    assert [p for p, _ in calls[:-1]] == ["a", "a", "b", "b", "b", "a", "a"]
 
 
 def test_a_slow_first_plan_runs_no_third_time_past_the_budget():
@@ -151,12 +155,37 @@ def test_a_slow_first_plan_runs_no_third_time_past_the_budget():
     assert calls.count("default") == 2 and race.winner == "best"
 
 
-def test_the_probe_is_not_compared():
-    # a's probe follows a's own first run (its data in cache): the fastest run of all,
-    # yet b, faster in every round, wins
-    race = Race(["a", "b"], samples=3, budget=10.0)
-    _replay(race, {"a": [0.5, 1.0, 1.0, 1.0], "b": [0.9, 0.9, 0.9]})
-    assert race.winner == "b" and race.probe == 0.5
+def _drive_after(race: Race, seconds, fault_s: float = 0.0, limit: int = 100) -> Race:
+    """Drive a race whose calls take `seconds(previous plan, plan)` and fault
+    `faults(previous plan, plan)` pages: (seconds, faults) by the plan run before."""
+    previous = None
+    for _ in range(limit):
+        plan, timed = race.next_call()
+        if race.done and not timed:
+            break
+        if timed:
+            race.record(plan, *seconds(previous, plan))
+        previous = plan
+    return race
+
+
+def test_plans_are_timed_as_they_run_once_locked_in_after_themselves():
+    """A run's page faults depend on what the run before it freed (glibc gives freed
+    multi-megabyte tensors back to the kernel), and a locked-in plan always follows
+    itself. Cora, GCN 32 -> 256 inference, glibc's thresholds at 3 MB (ms, faults): the
+    dynamic order after itself 0.59 with no fault, after the precomputed order 1.76 with
+    645 faults (one fresh 2708 x 256 tensor); the precomputed order 0.67 after either.
+    Timed after each other (the races before), the dynamic order lost, even net of the
+    faults beyond its fewest (at most half a run is discounted)."""
+    def seconds(previous, plan):
+        if plan == "pre":
+            return 0.67e-3, 0
+        return (0.59e-3, 0) if previous in (None, "dyn") else (1.76e-3, 645)
+
+    race = _drive_after(Race(["dyn", "pre"], samples=3, budget=10.0, keep=1,
+                             fault_s=2e-6), seconds)
+    assert race.winner == "dyn"
+    assert race.times[0] == [0.59e-3] * len(race.times[0])
 
 
 def test_a_slow_phase_during_the_first_rounds_does_not_decide():
@@ -166,7 +195,7 @@ def test_a_slow_phase_during_the_first_rounds_does_not_decide():
     after two runs) although it was 1.12x faster; its own runs' spread (0.48) says that
     gap is noise, and later rounds find the faster plan."""
     race = Race(["pre", "dyn"], samples=3, budget=10.0)
-    _replay(race, {"pre": [15.0, 16.0, 24.0, 21.0, 16.5, 16.2, 16.4],
+    _replay(race, {"pre": [16.0, 24.0, 21.0, 16.5, 16.2, 16.4],
                    "dyn": [20.3, 20.6, 13.4, 13.0, 13.2, 13.1]})
     assert race.winner == "dyn"
     # round 3 left them within the spread; from round 4 on the decision ("pre", beaten
@@ -177,17 +206,17 @@ def test_a_slow_phase_during_the_first_rounds_does_not_decide():
 def test_an_extra_round_only_while_the_best_two_are_within_their_spread():
     # after 3 rounds a's fastest two runs differ by 8%, more than b's 2% loss: round 4
     race = Race(["a", "b"], samples=3, budget=10.0)
-    _replay(race, {"a": [1.0, 1.00, 1.08, 1.09, 1.00, 1.0, 1.0],
+    _replay(race, {"a": [1.00, 1.08, 1.09, 1.00, 1.0, 1.0],
                    "b": [1.10, 1.11, 1.10, 1.10, 1.11, 1.10]})
     assert race.winner == "a" and race.rounds == 4
     # separated after 3 rounds: no extra round
     race = Race(["a", "b"], samples=3, budget=10.0)
-    _replay(race, {"a": [1.0, 1.00, 1.01, 1.00], "b": [1.05, 1.06, 1.04]})
+    _replay(race, {"a": [1.00, 1.01, 1.00], "b": [1.05, 1.06, 1.04]})
     assert race.winner == "a" and race.rounds == 3
     # never separated (b's fastest runs 11% apart): up to max_samples rounds, then the
     # first plan (the models' decision) stays, although b's median is 8% lower
     race = Race(["a", "b"], samples=2, max_samples=5, budget=10.0)
-    _replay(race, {"a": [1.0, 1.0, 1.2, 1.0, 1.2, 1.2], "b": [1.1, 0.99, 1.1, 1.2, 1.1]})
+    _replay(race, {"a": [1.0, 1.2, 1.0, 1.2, 1.2], "b": [1.1, 0.99, 1.1, 1.2, 1.1]})
     assert race.rounds == 5 and race.winner == "a"
     assert race._score(1) < race._score(0)
 
@@ -369,7 +398,7 @@ def test_runs_are_compared_net_of_the_faults_their_neighbours_caused():
     compute = {"a": 1.0, "b": 1.1}
 
     def faults(plan, run):
-        return 300 if plan == "a" and run != 2 else 0
+        return 300 if plan == "a" and run != 1 else 0
 
     race = _drive_with_faults(Race(["a", "b"], samples=3, budget=10.0, keep=1,
                                    fault_s=0.001), compute, faults)
@@ -379,7 +408,8 @@ def test_runs_are_compared_net_of_the_faults_their_neighbours_caused():
     assert race.calls[1] == (0, 1.3)  # the calls' real seconds are what the cost counts
     assert race.probe == 1.0
     timed = sum(s - 1.0 for _, s in race.calls if s is not None)
-    assert race.overhead_s() == pytest.approx(timed + 0.1)  # + b's untimed first run
+    # + b's untimed first and settling runs
+    assert race.overhead_s() == pytest.approx(timed + 0.2)
 
 
 def test_faults_a_candidate_takes_in_every_run_are_its_own():
@@ -401,7 +431,9 @@ def test_a_fault_discount_never_takes_more_than_half_a_run():
     race.next_call(), race.next_call()
     race.record("b", 2.0, faults=0)
     race.next_call()
+    race.record("b", 2.0, faults=0)
+    race.next_call(), race.next_call()
     race.record("a", 2.0, faults=9)
-    assert race.times[0] == [1.0]  # 4 faults beyond a's fewest: at most half discounted
+    assert race.times[0] == [2.0, 1.0]  # 4 faults beyond a's fewest: at most half off
     with pytest.raises(ValueError, match="fault_s >= 0"):
         Race(["a"], fault_s=-1.0)
