@@ -437,3 +437,15 @@ def test_a_fault_discount_never_takes_more_than_half_a_run():
     assert race.times[0] == [2.0, 1.0]  # 4 faults beyond a's fewest: at most half off
     with pytest.raises(ValueError, match="fault_s >= 0"):
         Race(["a"], fault_s=-1.0)
+
+
+def test_the_expected_cost_of_another_run_is_its_median_not_its_luckiest():
+    # b ran as fast as a once, then 1.9x: by its fastest run one more run costs nothing
+    # and fits the budget (2 runs' worth of a); by its median (what `overhead_s` counts:
+    # 1.8 spent so far) two more runs (settling and timed) pass it.
+    race = Race(["a", "b"], samples=20, max_samples=20, budget=0.02, horizon=100)
+    race.times = {0: [1.0, 1.0, 1.0], 1: [1.0, 1.9, 1.9]}
+    race.calls = [(0, 1.0), (1, 1.0), (1, 1.9), (1, 1.9), (0, 1.0), (0, 1.0)]
+    assert race.overhead_s() == pytest.approx(1.8)
+    assert race._over_budget(1, 2)
+    assert not race._over_budget(0, 2)          # the reference costs nothing extra
