@@ -100,6 +100,8 @@ def contenders(kernel_class: _autotune.KernelClass, work: int | None = None) -> 
 
 
 def _far_from_calibration(kernel_class: _autotune.KernelClass, work: int | None) -> bool:
+    """Whether a call gathering `work` elements is `_FAR_FACTOR` times above or below the
+    class's calibration input (False when the call's work is not known)."""
     if work is None:
         return False
     calibrated = _autotune.representative_work(kernel_class)
