@@ -269,11 +269,12 @@ def keep_freed_memory() -> None:
     mmap), and the heap's top is never trimmed (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD;
     the same as GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:
     glibc.malloc.trim_threshold=1073741824 at startup)."""
-    import ctypes
+    from gnnforge.distributed._memory import _M_MMAP_THRESHOLD, _mallopt
 
-    libc = ctypes.CDLL("libc.so.6")
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    if not (libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 30)):
+    m_trim_threshold = -1  # glibc's mallopt parameter number (malloc.h)
+    mallopt = _mallopt()  # the library's glibc binding (None elsewhere)
+    if mallopt is None or not (mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+                               and mallopt(m_trim_threshold, 1 << 30)):
         raise RuntimeError("--keep-freed-memory: mallopt refused the settings (not glibc?)")
 
 
