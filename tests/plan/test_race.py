@@ -221,6 +221,22 @@ def test_an_extra_round_only_while_the_best_two_are_within_their_spread():
     assert race._score(1) < race._score(0)
 
 
+def test_extra_rounds_run_only_the_best_and_the_decision():
+    # four plans within their spread after 3 rounds (GCN 256 -> 256 training): rounds 4
+    # and 5 run only the best ("c") and the decision ("d"), which is all the outcome
+    # can be; every other plan's settling and timed runs would be pure cost
+    runs = {"a": [1.03, 1.10, 1.01, 1.0, 1.0], "b": [1.02, 1.09, 1.04, 1.0, 1.0],
+            "c": [0.95, 1.05, 1.00, 1.0, 1.0], "d": [1.04, 1.07, 1.02, 1.0, 1.0]}
+    race = Race(list(runs), samples=3, budget=10.0, keep=3)
+    _replay(race, runs)
+    assert race.rounds == 5 and race.winner == "d"  # a tie keeps the decision
+    assert [len(race.times[i]) for i in range(4)] == [3, 3, 5, 5]
+    # with the decision the best, the runner-up stays with it
+    race = Race(list(runs), samples=3, budget=10.0, keep=2)
+    _replay(race, runs)
+    assert [len(race.times[i]) for i in range(4)] == [5, 3, 5, 3]
+
+
 def test_a_preempted_lone_run_does_not_drop_the_best():
     # b's first timed run was preempted (3.5x); the gross rule (4x) keeps it
     race = Race(["a", "b"], samples=3, budget=10.0)
