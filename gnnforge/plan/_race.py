@@ -42,12 +42,17 @@ best. Near-equal candidates cost almost nothing per extra round,
 which is where extra rounds are spent. The overhead is counted against the
 winner's median, which includes the noise.
 
-Runs are also compared net of the page faults beyond a candidate's fewest (`fault_s`
-seconds each, `_faults`), which was the answer to the neighbours' frees before runs
-were settled (on Cora, 1 ms of faults in a 4 ms call, after one neighbour and not
-after another) and still discounts faults a plan does not take every time. Faults a
-candidate takes in every run are its own and stay in. The calls' real seconds, faults
-included, are what the overhead and the budget count.
+Runs are compared as timed, page faults included. Before runs were settled, the faults
+beyond a candidate's fewest were discounted (`fault_s` seconds each): they followed what
+the neighbour before it freed (on Cora, 1 ms of faults in a 4 ms call, after one
+neighbour and not after another). A settled run has no neighbour, and its faults are
+the plan's own in this process state: discounted, a plan faulting in every other run
+looked faster than it runs (SAGE Mycielski-11 256 -> 256 training, 2 threads: M(XWl)
+timed 8.33, 7.83, 8.37, 7.51 ms with 768, 0, 1151, 0 faults, compared as 6.73, 7.83,
+5.99, 7.51, beat (MX)Wl's 7.50-7.94 and was locked in; the benchmark found it 8%
+slower, in two races of six, 2026-11-27). The faults a run takes are still recorded:
+a first plan that spends its runs faulting brings the default into the race
+(`own_fault_share`, `_auto`).
 """
 
 from __future__ import annotations
@@ -86,9 +91,6 @@ _SIGN_LEVEL = 0.2
 # configurations: GCN, GAT, SAGE; native and numba kernels), the four between 0 and 3%
 # were 0.6-2.2%.
 _LEAVE_DECISION_GAIN = 0.03
-# A run's page faults are discounted down to at most this share of its seconds: the
-# count is the process's (another thread's faults may be in it), the cost a probe's.
-_MOST_DISCOUNTED = 0.5
 
 
 class Race(Generic[P]):
@@ -124,9 +126,9 @@ class Race(Generic[P]):
             and the budget can stop it (run first, before runs were settled, it ran
             twice before any comparison and a third time in the first round: 2.7
             iterations of the best each, at 3.7x, once).
-        fault_s: seconds one page fault costs (`_faults.page_fault_seconds`): runs are
-            compared net of the faults `record` reports beyond the candidate's fewest
-            (0: as timed).
+        fault_s: seconds one page fault costs (`_faults.page_fault_seconds`): what the
+            faults `record` reports cost (`own_fault_share`; runs are compared as
+            timed).
         spent_s: seconds already spent on this decision before its first call (the
             layer's planning), counted against the budget: the target bounds planning
             and measuring together (Mycielski-11, GCN 32 -> 256: planning took 0.75% of
@@ -195,19 +197,19 @@ class Race(Generic[P]):
 
     def record(self, plan: P, seconds: float, faults: int = 0) -> None:
         """Seconds (and minor page faults) of the last timed call of `plan`; may end a
-        round and lock in the winner. The call counts at its seconds; it is compared
-        net of the faults beyond its fewest (`_net_runs`)."""
+        round and lock in the winner. The call counts, and is compared, at its
+        seconds."""
         if self.winner is not None:
             return
         index = self.plans.index(plan)
         self.calls.append((index, float(seconds)))
         self._timed[index].append((float(seconds), int(faults)))
-        self.times[index] = self._net_runs(index)
+        self.times[index].append(float(seconds))
         self._end_rounds()
 
     @property
     def probe(self) -> float | None:
-        """The first plan's first timed run (net), from which the others' first runs are
+        """The first plan's first timed run, from which the others' first runs are
         predicted (with the models' cost ratios); None before it."""
         return self.times[0][0] if self.times[0] else None
 
@@ -220,18 +222,6 @@ class Race(Generic[P]):
         own = min(faults for _, faults in self._timed[index])
         median = statistics.median(seconds for seconds, _ in self._timed[index])
         return min(own * self.fault_s / median, 1.0) if median > 0 else 0.0
-
-    def _net_runs(self, index: int) -> list[float]:
-        """`index`'s timed runs less the cost of
-        the faults beyond the fewest any of them took, never below `_MOST_DISCOUNTED` of
-        the run. The faults every run takes are the plan's own (in a process whose
-        allocator unmaps every freed tensor, each call faults all of its fresh pages:
-        on Cora, 645 a call for one order and 1322 for another, every call); the rest
-        followed what the previous calls freed."""
-        own = min(faults for _, faults in self._timed[index])
-        return [max(seconds - (faults - own) * self.fault_s,
-                    (1.0 - _MOST_DISCOUNTED) * seconds)
-                for seconds, faults in self._timed[index]]
 
     def _due(self) -> int:
         """The next candidate of the current round. Rounds run the candidates in their

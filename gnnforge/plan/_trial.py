@@ -7,7 +7,8 @@ ready: the layer's backward starts) and one on every tensor the layer reads (its
 backward runs once all their gradients are computed: the layer's backward is done).
 The layer's seconds reach `done(seconds, faults)` when the backward finishes, or right
 after the forward when no gradient will flow (inference, or nothing requires grad), with
-the minor page faults taken in the same spans (`_faults`: the race discounts them).
+the minor page faults taken in the same spans (`_faults`: a race whose first plan
+spends its runs faulting brings in the default).
 """
 
 from __future__ import annotations

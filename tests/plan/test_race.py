@@ -421,25 +421,23 @@ def _drive_with_faults(race: Race, compute: dict[str, float], faults) -> Race:
     return race
 
 
-def test_runs_are_compared_net_of_the_faults_their_neighbours_caused():
-    """Which call faults depends on what ran before it: "a" (1.0 s of compute) faults
-    on most of its runs, after "b" freed its memory, "b" (1.1 s) never. Net of the
-    faults beyond a's fewest "a" wins; as timed, the decision "b" would stay."""
-    compute = {"a": 1.0, "b": 1.1}
-
-    def faults(plan, run):
-        return 300 if plan == "a" and run != 1 else 0
-
-    race = _drive_with_faults(Race(["a", "b"], samples=3, budget=10.0, keep=1,
-                                   fault_s=0.001), compute, faults)
-    assert race.winner == "a"
-    assert _drive_with_faults(Race(["a", "b"], samples=3, budget=10.0, keep=1), compute,
-                              faults).winner == "b"
-    assert race.calls[1] == (0, 1.3)  # the calls' real seconds are what the cost counts
-    assert race.probe == 1.0
-    timed = sum(s - 1.0 for _, s in race.calls if s is not None)
-    # + b's untimed first and settling runs
-    assert race.overhead_s() == pytest.approx(timed + 0.2)
+def test_faults_in_settled_runs_count_as_timed():
+    """SAGE Mycielski-11 256 -> 256 training, 2 threads (ms, faults), as a race saw it:
+    M(XWl) faulted in every other settled run. Those faults are its own (a settled run
+    has no neighbour); discounted, its runs compared as 6.73 and 5.99 and it beat the
+    decision, which the benchmark then found 8% faster."""
+    runs = {"sage_mx": [(7.65, 0), (7.56, 0), (7.50, 0), (7.94, 0), (7.6, 0)],
+            "sage_m_xw": [(8.33, 768), (7.83, 0), (8.37, 1151), (7.51, 0), (8.3, 768)]}
+    race = Race(["sage_mx", "sage_m_xw"], samples=3, budget=10.0, keep=0, fault_s=0.0014)
+    for _ in range(40):
+        plan, timed = race.next_call()
+        if race.done and not timed:
+            break
+        if timed:
+            race.record(plan, *runs[plan].pop(0))
+    assert race.winner == "sage_mx"
+    assert race.times[1][:2] == [8.33, 7.83]  # as timed
+    assert race.own_fault_share(1) == 0.0  # its fewest faults: none in every run
 
 
 def test_faults_a_candidate_takes_in_every_run_are_its_own():
@@ -453,18 +451,7 @@ def test_faults_a_candidate_takes_in_every_run_are_its_own():
     assert race.winner == "default"
 
 
-def test_a_fault_discount_never_takes_more_than_half_a_run():
-    race = Race(["a", "b"], samples=3, budget=10.0, fault_s=1.0)
-    race.next_call(), race.next_call()
-    race.record("a", 2.0, faults=5)
-    assert race.probe == 2.0  # its fewest faults: the plan's own
-    race.next_call(), race.next_call()
-    race.record("b", 2.0, faults=0)
-    race.next_call()
-    race.record("b", 2.0, faults=0)
-    race.next_call(), race.next_call()
-    race.record("a", 2.0, faults=9)
-    assert race.times[0] == [2.0, 1.0]  # 4 faults beyond a's fewest: at most half off
+def test_a_negative_fault_cost_is_refused():
     with pytest.raises(ValueError, match="fault_s >= 0"):
         Race(["a"], fault_s=-1.0)
 
