@@ -50,8 +50,14 @@ without it, as users do by default.
 
     PYTHONPATH=. python benchmarks/planner.py [--samples 6] [--iters 100] [--threads 1]
         [--graphs NAME ...] [--models GCN GAT SAGE] [--backend numba | --isa avx2]
-        [--keep-freed-memory] [--rows-out rows.jsonl]
+        [--keep-freed-memory] [--recheck] [--rows-out rows.jsonl]
     PYTHONPATH=. python benchmarks/planner.py --summarize rows.jsonl ...
+
+`--recheck` times the planner's plan against the default once more right after each
+race (interleaved rounds, as above) and prints how many of the configurations the main
+rounds call significantly slower than the default are so in those runs too: the race and
+the main rounds run minutes apart in one process, whose page-fault state can change in
+between (docs/planner.md).
 """
 
 from __future__ import annotations
@@ -146,8 +152,20 @@ def _warm_up(cost_model) -> None:
                 optimize(layer, graph, training=training, cost_model=cost_model, apply=False)
 
 
+def _recheck(layer, graph, x, training, default, locked, samples, min_seconds, max_samples,
+             settle):
+    """The planner's plan and the default timed again right after its race, interleaved:
+    whether a plan the benchmark's earlier rounds find slower than the default is also
+    slower in the process state the race decided in ({} when it is the default)."""
+    if locked == default:
+        return {}
+    _, times = time_plans(layer, graph, x, training, [default, locked], samples,
+                          min_seconds, max_samples, settle=settle)
+    return {str(p): t for p, t in times.items()}
+
+
 def measure(model_name, graph, widths, training, iters, samples, seed, cost_model=None,
-            min_seconds=0.0, max_samples=40, settle=1):
+            min_seconds=0.0, max_samples=40, settle=1, recheck=False):
     """Per-candidate run times and the planner's decision for one configuration."""
     torch.manual_seed(seed)
     layer = MODELS[model_name](*widths)
@@ -168,7 +186,9 @@ def measure(model_name, graph, widths, training, iters, samples, seed, cost_mode
     decision = decisions[0]
     calls, locked, planning, race_overhead, reason = _auto_run(layer, graph, x, training,
                                                                cost_model)
-    return dict(
+    rechecked = _recheck(layer, graph, x, training, plans[0], locked, samples, min_seconds,
+                         max_samples, settle) if recheck else None
+    return dict(recheck=rechecked,
         plans=[str(p) for p in plans], default=str(plans[0]), alternative=str(alternative),
         width_rule=str(width_rule), auto_calls=[str(p) for p in calls],
         auto_plan=str(locked), auto_planning=planning, auto_race_overhead=race_overhead,
@@ -210,6 +230,9 @@ def main(argv=None) -> int:
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="glibc malloc keeps freed memory (no page faults from "
                         "re-allocating freed tensors in the timed runs)")
+    parser.add_argument("--recheck", action="store_true",
+                        help="after each race, time the planner's plan against the default "
+                        "again (interleaved), and count where it is significantly slower")
     parser.add_argument("--rows-out", default=None,
                         help="append each configuration's result to this JSON-lines file")
     parser.add_argument("--summarize", nargs="+", default=None, metavar="ROWS",
@@ -250,7 +273,8 @@ def _run(args) -> int:
     for model_name, (gname, family, graph), w, training in tqdm(configs, desc="planner"):
         r = measure(model_name, graph, w, training, args.iters, args.samples,
                     seed=len(rows), cost_model=cost_model, min_seconds=args.min_seconds,
-                    max_samples=args.max_samples, settle=args.settle)
+                    max_samples=args.max_samples, settle=args.settle,
+                    recheck=args.recheck)
         row = dict(model=model_name, graph=gname, family=family, nodes=graph.num_nodes,
                    edges=graph.num_edges, widths=list(w), training=training,
                    samples=args.samples, min_seconds=args.min_seconds, threads=args.threads,
@@ -340,6 +364,27 @@ def evaluate_row(r, threshold: float) -> dict:
         overhead_ratio=(totals["planner"] - iters * t[chosen]) / (iters * t[chosen]))
 
 
+def _print_recheck(results) -> None:
+    """With --recheck: of the configurations whose plan the benchmark's rounds find
+    significantly slower than the default, those where the runs right after the race
+    agree."""
+    checked = [(r, e) for r, e in results if r.get("recheck")]
+    if not checked:
+        return
+    again = []
+    for r, e in checked:
+        times = r["recheck"]
+        mine, default = times[r["auto_plan"]], times[r["default"]]
+        if _median(mine) > _median(default) and not _indistinguishable(mine, default):
+            again.append(f"{r['model']} {r['graph']} {r['widths'][0]}->{r['widths'][1]} "
+                         f"{_mode(r)} {_median(default) / _median(mine):.2f}")
+    flagged = sum(e["slower"] for _, e in checked)
+    print(f"\nre-checked after the race ({len(checked)} configurations whose plan is not "
+          f"the default): significantly slower than the default in the benchmark's rounds "
+          f"{flagged}, in the runs right after the race {len(again)}"
+          + (f" ({'; '.join(again)}: default / plan)" if again else ""))
+
+
 def _geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -420,6 +465,7 @@ def print_tables(rows) -> None:
     ratios = sorted(e["overhead_ratio"] for _, e in results)
     seconds = sorted(r["auto_planning"] for r in rows)
     races = sorted(r["auto_race_overhead"] for r in rows)
+    _print_recheck(results)
     print(f"\nplanner overhead (planning + measuring, by the benchmark's medians) / "
           f"{first['iters']} iterations of its plan: median {_median(ratios):.2%}, max "
           f"{ratios[-1]:.2%}; under 2% in {sum(v < 0.02 for v in ratios)}/{len(ratios)}; "

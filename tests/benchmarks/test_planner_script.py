@@ -46,3 +46,32 @@ def test_keep_freed_memory_stops_the_page_faults_of_reallocation():
     # at glibc's initial thresholds freed blocks go back to the kernel: pages fault again
     assert faults("default") >= 1000
     assert faults("keep") < 100
+
+
+def _planner_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("planner_script",
+                                                  ROOT / "benchmarks" / "planner.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_recheck_counts_plans_slower_than_the_default_right_after_the_race(capsys):
+    planner = _planner_module()
+    base = dict(model="GCN", graph="cora", widths=[256, 256], training=False,
+                default="D", auto_plan="P")
+    slower_again = dict(base, recheck={"D": [1.0, 1.01, 0.99, 1.0, 1.02, 1.0],
+                                       "P": [1.10, 1.11, 1.09, 1.12, 1.1, 1.1]})
+    faster_after = dict(base, graph="pubmed",
+                        recheck={"D": [1.0, 1.01, 0.99, 1.0, 1.02, 1.0],
+                                 "P": [0.9, 0.91, 0.92, 0.9, 0.9, 0.91]})
+    unchanged = dict(base, graph="citeseer", auto_plan="D", recheck={})
+    planner._print_recheck([(slower_again, {"slower": True}),
+                            (faster_after, {"slower": True}),
+                            (unchanged, {"slower": False})])
+    out = capsys.readouterr().out
+    assert "(2 configurations whose plan is not the default)" in out
+    assert "in the benchmark's rounds 2, in the runs right after the race 1" in out
+    assert "GCN cora 256->256 infer 0.91" in out and "pubmed" not in out
