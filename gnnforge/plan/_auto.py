@@ -62,6 +62,9 @@ _FAULTED = 0.25
 # came to 2.04-2.37%, re-priced 1.4-1.6x the race's own count; at a half, 1 in 360 (2.15%).
 _BUDGET_AIM = 0.5
 _IN_DOUBT = "predicted gain within the models' error"
+# Two candidates whose primitive calls differ by less than this share of the cheaper's
+# predicted seconds do the same work in another order: only the earlier one races.
+_SAME_WORK = 0.01
 
 
 def _race_budget() -> float:
@@ -285,6 +288,7 @@ def _new_plan(layer: nn.Module, structure: Structure, leaves: dict[str, Tensor],
     if len(racers) > 1 and _SETTINGS.measure == "doubt":  # "always": every candidate
         widths = [_aggregated_width(plan, layer_symbols(layer, features)) for plan in plans]
         racers = [j for j in racers if not _aggregates_far_wider(j, racers, widths, costs)]
+        racers = _one_per_work(racers, decision.calls)
         chosen = chosen if chosen in racers else min(racers, key=lambda j: (costs[j], j))
     chosen = _kept_plan(chosen, plans.index(decision.default), racers, untrusted=bool(
         reason) and reason != _IN_DOUBT)
@@ -349,6 +353,42 @@ def _aggregates_far_wider(j: int, racers: list[int], widths: list[float],
     Candidates aggregating alike (GCN's two realisations of Â) still race."""
     return any(costs[k] < costs[j] and widths[j] >= _WIDER * widths[k] > 0
                for k in racers if k != j)
+
+
+def _one_per_work(racers: list[int], calls: tuple[dict, ...]) -> list[int]:
+    """The racers less those doing the same work as an earlier candidate (PyG's order
+    first): the same primitive calls in another order, up to `_SAME_WORK` of the
+    predicted cost (`_same_work`). What a race measures between such orders is the
+    process's page-fault state, not the plan: at 256 -> 256 in eight planner-benchmark
+    runs (4 graphs, inference and training; 2026-11-27), GCN's two orders with the same
+    Â ran 0.75-1.59x each other, the same pair flipping between runs; SAGE's other order
+    was 0.95-1.16x the default (61 of 64 at 1.01 or more), GAT's 0.98-1.12x in inference
+    and 0.82-1.13x in training, again flipping; and the races on them were most of the
+    configurations found significantly slower than the default (a tie that won its
+    rounds) and of those whose race cost more than 2% of 100 iterations (GCN's four
+    candidates). GCN's precomputed and dynamic Â differ in work and still race."""
+    if not calls:
+        return racers
+    kept: list[int] = []
+    for j in sorted(racers):  # candidate order: the default first
+        if not any(_same_work(calls[j], calls[k]) for k in kept):
+            kept.append(j)
+    return kept
+
+
+def _same_work(a: dict, b: dict) -> bool:
+    """Whether two plans' calls (`_decide.Calls`, keyed by primitive call) differ by
+    less than `_SAME_WORK` of the cheaper plan's predicted seconds (GAT's orders differ
+    only in the weight-by-vector products of W @ a, a 256 x 256 matrix by a vector)."""
+    def seconds(calls: dict) -> float:
+        return sum(call[1] * call[2] for call in calls.values())
+
+    differing = 0.0
+    for key in set(a) | set(b):
+        count_a = a[key][2] if key in a else 0
+        count_b = b[key][2] if key in b else 0
+        differing += abs(count_a - count_b) * (a.get(key) or b.get(key))[1]
+    return differing <= _SAME_WORK * min(seconds(a), seconds(b))
 
 
 def _racing_order(chosen: int, doubtful: list[int], costs: list[float]) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,8 @@ class LayerDecision:
     chosen: Composition
     default: Composition
     spreads: tuple[float, ...] = ()  # per candidate: its gain's spread against the default
+    # per candidate: its primitive calls with their predicted seconds (`_decide.Calls`)
+    calls: tuple[dict, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ def decide_layers(layers: list[tuple[str, nn.Module]], features: list[dict[str, 
         decisions.append(LayerDecision(name, type(layer).__name__, (symbols_["I"], symbols_["O"]),
                                        tuple(zip(layer_plans, costs)), pick,
                                        default_composition(layer.plan_expression()),
-                                       tuple(spreads)))
+                                       tuple(spreads), tuple(layer_calls)))
     return decisions
 
 

@@ -203,6 +203,31 @@ def test_a_candidate_aggregating_far_wider_and_predicted_slower_does_not_race(se
     assert not _aggregates_far_wider(0, [0, 1], [64.0, 0.0], [2.0, 1.0])  # no edges
 
 
+def test_orders_doing_the_same_work_do_not_race_each_other(settings):
+    """What a race measures between the same calls in another order is the page-fault
+    state: only the earlier candidate (PyG's order first) races for them."""
+    from gnnforge.nn import SAGEConv
+    from gnnforge.plan._auto import _same_work
+
+    settings(measure="doubt", cost_model=AnalyticModel())  # a mismatch: all in doubt
+    graph = rmat(6, 300, seed=3)
+    gcn = GCNConv(16, 16)  # two orders x two realisations of Â: one order per Â races
+    gcn(graph, torch.randn(graph.num_nodes, 16))
+    (entry,) = auto_plans(gcn).values()
+    assert len(entry.race.plans) == 2
+    assert {p.norm for p in entry.race.plans} == {"precompute", "dynamic"}
+    assert all(p.tree == entry.decision.default.tree for p in entry.race.plans)
+    for layer in (SAGEConv(16, 16), GATConv(16, 16)):  # the same work in both orders
+        layer(graph, torch.randn(graph.num_nodes, 16))
+        (entry,) = auto_plans(layer).values()
+        assert entry.race is None and entry.plan == entry.decision.default
+    # calls: key -> (primitive, seconds, count, width); 1% of the cheaper plan at most
+    a = {"gemm": ("gemm", 1.0, 1, 16), "spmm": ("spmm_u", 1.0, 1, 16)}
+    assert _same_work(a, {**a, "gemv": ("gemm", 0.01, 2, 1)})
+    assert not _same_work(a, {**a, "gemv": ("gemm", 0.03, 1, 1)})
+    assert not _same_work(a, {"gemm": a["gemm"], "spmm": ("spmm_u", 1.0, 2, 16)})
+
+
 def test_an_eval_layer_called_with_autograd_on_still_locks_in_a_plan(settings):
     """Inference written without torch.no_grad(): nobody differentiates the output, so
     the race times forwards (waiting for a backward, it never ended)."""
