@@ -287,11 +287,11 @@ class Race(Generic[P]):
         """Extra rounds decide between two candidates: the best and the decision
         (`keep`), or the best and the runner-up when the decision is the best or gone.
         Only these two can be the outcome (after the last round the decision stays
-        unless the best beat it consistently), and every candidate in a round costs a
-        settling and a timed run: on GCN 256 -> 256 training, four plans the race saw
-        within 4% ran two extra rounds each, which the planner benchmark's longer
-        measurements priced at 2.0-2.2% of 100 iterations (they found the plans up
-        to 1.17x apart; 2026-11-27)."""
+        unless the best beat it consistently and by more than 3%), and every candidate
+        in a round costs a settling and a timed run: on GCN 256 -> 256 training, four
+        plans the race saw within 4% ran two extra rounds each, which the planner
+        benchmark's longer measurements priced at 2.0-2.2% of 100 iterations (they
+        found the plans up to 1.17x apart; 2026-11-27)."""
         if len(self.alive) <= 2:
             return
         others = sorted((i for i in self.alive if i != best),
