@@ -3,7 +3,6 @@ training step's autocast), checked on the CPU with spies."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,16 +10,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from ._scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def banded():
-    spec = importlib.util.spec_from_file_location("banded_benchmark",
-                                                  ROOT / "benchmarks" / "banded.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("banded")
 
 
 def test_the_bf16_row_asks_measure_for_bf16_on_the_gpu(banded, monkeypatch):

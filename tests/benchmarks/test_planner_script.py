@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ._scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 _CHILD = """
@@ -48,18 +50,8 @@ def test_keep_freed_memory_stops_the_page_faults_of_reallocation():
     assert faults("keep") < 100
 
 
-def _planner_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("planner_script",
-                                                  ROOT / "benchmarks" / "planner.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_recheck_counts_plans_slower_than_the_default_right_after_the_race(capsys):
-    planner = _planner_module()
+    planner = load_script("planner")
     base = dict(model="GCN", graph="cora", widths=[256, 256], training=False,
                 default="D", auto_plan="P")
     slower_again = dict(base, recheck={"D": [1.0, 1.01, 0.99, 1.0, 1.02, 1.0],
