@@ -4,16 +4,12 @@ training step's autocast), checked on the CPU with spies."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from ._scripts import load_script
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
 def banded():
