@@ -11,6 +11,7 @@ import torch
 
 from ._scripts import load_script
 
+
 @pytest.fixture
 def banded():
     return load_script("banded")
