@@ -25,6 +25,9 @@ from gnnforge.plan._calibrate import layer_iteration
 from gnnforge.plan._profile import limit_threads
 
 WIDTHS = ((32, 256), (256, 32))
+# real iterations at most until a layer locks in its plan (its races' calls, a fallback
+# race's included; benchmarks/planner.py has the same bound)
+_MAX_AUTO_CALLS = 1000
 
 
 def _layers(widths: tuple[int, int], relations: int, bases: int) -> dict[str, RGCNConv]:
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
                 run = layer_iteration(layer, graph, x, training)
                 run()
                 entry = next(e for key, e in auto_plans(layer).items() if key[6] == training)
-                for _ in range(1000):
+                for _ in range(_MAX_AUTO_CALLS):
                     if entry.plan is not None:  # real iterations until it locks in
                         break
                     run()
