@@ -189,6 +189,44 @@ def _cached_compressed(cache: dict, kind: str, index_dtype: torch.dtype, src: Te
     return cache[key]
 
 
+def _slot_state(graph: Any, apply: Any) -> dict[str, Any]:
+    """Every slot of `graph` with `apply` on each tensor: read-only dicts as plain dicts,
+    and of the cache only its tensors (compressed formats, node-to-graph maps); the rest
+    of the cache is derived again on first use."""
+    state = {}
+    for cls in type(graph).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            value = getattr(graph, name)
+            if name == "_cache":
+                value = {key: _map_tensors(entry, apply) for key, entry in value.items()
+                         if _map_tensors(entry, lambda tensor: tensor) is not None}
+            elif isinstance(value, Mapping):
+                value = {key: apply(tensor) for key, tensor in value.items()}
+            elif isinstance(value, Tensor):
+                value = apply(value)
+            state[name] = value
+    return state
+
+
+def _map_tensors(entry: Any, apply: Any) -> Any:
+    """`apply` on a tensor or on each of a tuple of tensors; None for anything else."""
+    if isinstance(entry, Tensor):
+        return apply(entry)
+    if isinstance(entry, tuple) and entry and all(isinstance(t, Tensor) for t in entry):
+        return tuple(apply(t) for t in entry)
+    return None
+
+
+def _rebuild_slots(cls: type, state: dict[str, Any]) -> Any:
+    """The inverse of `_slot_state`: a trusted object of `cls` from its slots."""
+    graph = cls.__new__(cls)
+    for name, value in state.items():
+        if name.endswith("_data"):
+            value = MappingProxyType(value)
+        object.__setattr__(graph, name, value)
+    return graph
+
+
 # ----------------------------------------------------------------------------- Graph
 
 
@@ -524,6 +562,19 @@ class Graph:
                 and _dicts_equal(self.graph_data, other.graph_data))
 
     __hash__ = None  # type: ignore[assignment]  # equality is by value over tensors
+
+    # ------------------------------------------------------------------ pickling and pinning
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle by fields, as loader workers and other ranks need (the read-only dicts
+        are not picklable as they are). The compressed formats already derived go along,
+        so the CSR a worker built is not sorted again in the main process."""
+        return _rebuild_slots, (type(self), _slot_state(self, lambda tensor: tensor))
+
+    def pin_memory(self) -> Graph:
+        """The same graph (or batch) with every tensor in page-locked memory, for
+        asynchronous copies to a GPU; torch's DataLoader calls it with `pin_memory=True`."""
+        return _rebuild_slots(type(self), _slot_state(self, lambda tensor: tensor.pin_memory()))
 
     def __repr__(self) -> str:
         parts = [f"num_nodes={self.num_nodes}", f"num_edges={self.num_edges}"]
@@ -891,6 +942,9 @@ class BipartiteGraph:
         """(colptr [num_src+1], row [E] destination ids, edge_ids [E]) by source."""
         return _cached_compressed(self._cache, "csc", index_dtype, self.src, self.dst,
                                   self.num_src_nodes, self.num_dst_nodes)
+
+    __reduce__ = Graph.__reduce__
+    pin_memory = Graph.pin_memory
 
     def __repr__(self) -> str:
         return (f"BipartiteGraph(num_src_nodes={self.num_src_nodes}, "

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gnnforge.data._limits import CappedReader, decompressed_limit
 from gnnforge.data._paths import cache_dir
 from gnnforge.data._store import cache_key, cached_graphs
 from gnnforge.graph import Graph
@@ -232,8 +233,10 @@ def molecule_files(datasets_dir: str | Path | None = None) -> dict[str, Path]:
 
 
 def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    if path.suffix == ".gz":  # capped like every decompression (gnnforge.data._limits)
+        capped = CappedReader(gzip.open(path, "rb"), path,
+                              decompressed_limit(path.stat().st_size))
+        return io.TextIOWrapper(io.BufferedReader(capped), encoding="utf-8", newline="")
     return open(path, encoding="utf-8", newline="")
 
 

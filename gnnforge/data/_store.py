@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from gnnforge.data._errors import DataFormatError
-from gnnforge.data._limits import declared_npy_bytes, open_zip
+from gnnforge.data._limits import (LIMIT_VARIABLE, declared_npy_bytes, decompressed_limit,
+                                   open_zip)
 from gnnforge.data._paths import cache_dir
 from gnnforge.graph import Graph, GraphBatch
 
@@ -117,6 +118,12 @@ def _read_members(path: Path, names: Sequence[str] | None = None) -> dict[str, n
 
 def _read_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> np.ndarray:
     where = f"{path}[{info.filename}]"
+    if info.compress_type != zipfile.ZIP_STORED \
+            and info.file_size > decompressed_limit(info.compress_size):
+        raise DataFormatError(where, f"declares {info.file_size / 2**20:.0f} MiB from "
+                              f"{info.compress_size} compressed bytes, more than the limit of "
+                              f"{decompressed_limit(info.compress_size) / 2**20:.0f} MiB "
+                              f"({LIMIT_VARIABLE}=<MiB> raises it)")
     with archive.open(info) as handle:
         version = np.lib.format.read_magic(handle)
         header = (np.lib.format.read_array_header_1_0 if version == (1, 0)

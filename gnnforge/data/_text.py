@@ -29,8 +29,9 @@ def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
     """The file's bytes, gunzipped when it is gzip (by content, not by name).
 
     Args:
-        max_bytes: most decompressed bytes accepted (default `decompressed_limit()`:
-            $GNNFORGE_MAX_DECOMPRESSED_MIB, else a quarter of memory, at most 4 GiB).
+        max_bytes: most decompressed bytes accepted (default `decompressed_limit` of the
+            file's size: $GNNFORGE_MAX_DECOMPRESSED_MIB, else 50x the compressed size, at
+            least 8 MiB, at most a quarter of memory and 4 GiB).
 
     Raises:
         DataFormatError: corrupt gzip data, or more than `max_bytes` once decompressed.
@@ -41,7 +42,7 @@ def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
     if head == _GZIP_MAGIC:
         try:
             with gzip.open(path, "rb") as handle:
-                return read_capped(handle, path, max_bytes)
+                return read_capped(handle, path, max_bytes, path.stat().st_size)
         except (OSError, EOFError, zlib.error) as error:
             raise DataFormatError(path, f"corrupt gzip data ({error})") from error
     return path.read_bytes()

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch.utils.data
 
+from gnnforge._worker_send import check_sendable
 from gnnforge.graph import Graph, GraphBatch
 
 __all__ = ["DataLoader", "collate_graphs"]
@@ -21,15 +22,19 @@ __all__ = ["DataLoader", "collate_graphs"]
 def collate_graphs(graphs: Sequence[Graph]) -> GraphBatch:
     """One GraphBatch of `graphs` (torch DataLoader's `collate_fn` for graph datasets).
 
+    In a worker process the batch is checked to pickle, so that an unsendable one raises
+    in the main process (`gnnforge._worker_send`) rather than hanging the loader.
+
     Raises:
-        TypeError: when an item is not a gnnforge Graph (naming its position).
+        TypeError: when an item is not a gnnforge Graph (naming its position), or the
+            batch cannot be sent from a worker.
     """
     for index, graph in enumerate(graphs):
         if not isinstance(graph, Graph):
             raise TypeError(f"collate_graphs: item {index} of the batch is a "
                             f"{type(graph).__name__}, not a gnnforge Graph (convert PyG Data "
                             "with Graph.from_pyg)")
-    return GraphBatch.from_graphs(list(graphs))
+    return check_sendable(GraphBatch.from_graphs(list(graphs)), "collate_graphs")
 
 
 class DataLoader(torch.utils.data.DataLoader):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from gnnforge._worker_send import check_sendable
 from gnnforge.graph import Graph, GraphBatch
 from gnnforge.packing._collate import PackCollator
 from gnnforge.packing._plan import PackingPlan
@@ -98,4 +99,4 @@ class PackedLoader:
         if self._collate is None:
             self._collate = PackCollator(self.graphs, (self.num_nodes, self.num_edges,
                                                        self.num_graphs))
-        return self._collate(indices)
+        return check_sendable(self._collate(indices), "PackedLoader.collate")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Sampler
 
+from gnnforge._worker_send import check_sendable
 from gnnforge.graph import Graph, GraphBatch
 from gnnforge.packing._assign import PackAssigner
 from gnnforge.packing._histogram import size_histogram
@@ -121,8 +122,9 @@ class PackSampler(Sampler[list[int]]):
 
     def collate(self, graphs: Sequence[Graph]) -> GraphBatch:
         """The padded GraphBatch of one pack's graphs (torch DataLoader's `collate_fn`)."""
-        return GraphBatch.from_graphs(list(graphs)).pad(self.num_nodes, self.num_edges,
-                                                        self.num_graphs)
+        batch = GraphBatch.from_graphs(list(graphs)).pad(self.num_nodes, self.num_edges,
+                                                         self.num_graphs)
+        return check_sendable(batch, "PackSampler.collate")
 
 
 def _check_sizes(sizes: np.ndarray, limits: np.ndarray, oversized: str) -> np.ndarray:

@@ -102,6 +102,11 @@ class Block:
         device = torch.device(device)
         return self if device.type != "cuda" else self._map(lambda t: _device.pin(t, device))
 
+    def pin_memory(self) -> Block:
+        """Every tensor in page-locked memory; torch's DataLoader calls it (for blocks a
+        worker produced) when `pin_memory=True`."""
+        return self._map(lambda t: t.pin_memory())
+
     def _map(self, move) -> Block:
         """A new block of move(tensor) for every tensor field (the cache is not carried)."""
         def apply(tensor: Tensor | None) -> Tensor | None:

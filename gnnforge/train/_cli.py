@@ -26,6 +26,8 @@ _HELP = {
     "resume": "continue from OUT_DIR/checkpoint.pt exactly where it stopped",
     "progress": "show tqdm progress bars",
     "threads": "torch intra-op threads",
+    "workers": "processes that build the training batches (graph task packs, node task "
+               "sampled minibatches); the same batches as with 0, built beside training",
     "batch_graphs": "graph task: average graphs per fixed-shape batch",
     "limit": "graph task: use only the first N graphs (0: all); varmisuse task: parse N "
              "files (default 30)",

@@ -97,6 +97,11 @@ class TrainConfig:
     block_size: int = 256
     slots: int = 1024
     backend: str = "sparse"
+    # Processes that build the training batches (torch DataLoader workers, fork): graph
+    # task packs, node task sampled minibatches. 0 builds them in the training process.
+    # The batches are the same either way (their order and randomness are fixed in the
+    # main process), so a run trains to the same loss with any number of workers.
+    workers: int = 0
     # Seconds to sleep after each step: only for tests that kill a run mid-epoch.
     step_delay: float = 0.0
 
@@ -202,7 +207,8 @@ def validate(config: TrainConfig) -> None:
     for name in ("epochs", "hidden", "layers", "batch_graphs", "batch_size", "threads"):
         if getattr(config, name) < 1:
             raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
-    for name in ("patience", "checkpoint_every", "limit", "cache_size", "dependent"):
+    for name in ("patience", "checkpoint_every", "limit", "cache_size", "dependent",
+                 "workers"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
     if not 0.0 <= config.dropout < 1.0:
@@ -241,8 +247,27 @@ def validate(config: TrainConfig) -> None:
                           + (f" --mode {config.mode}" if config.task == "node" else "")
                           + (f" --backend {config.backend}" if config.task == "varmisuse"
                              else "") + ")")
+    _validate_workers(config)
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
+
+
+def _validate_workers(config: TrainConfig) -> None:
+    """--workers builds batches that are a pure function of (seed, epoch, step): the graph
+    task's packs and the node task's sampled minibatches in one process or under DDP."""
+    if not config.workers:
+        return
+    if config.task == "graph" or (config.task == "node" and config.mode == "sampled"
+                                  and config.distributed != "cooperative"
+                                  and config.partitioned is None):
+        return
+    raise ConfigError(
+        f"--workers {config.workers}: worker processes build the batches of --task graph "
+        "and of --task node --mode sampled (not cooperative or --partitioned, whose "
+        "batches need collectives); got --task " + config.task
+        + (f" --mode {config.mode}" if config.task == "node" else "")
+        + (" --distributed cooperative" if config.distributed == "cooperative" else "")
+        + (" --partitioned" if config.partitioned else "") + "; use --workers 0")
 
 
 VARMISUSE_BACKENDS = ("sparse", "banded", "both")

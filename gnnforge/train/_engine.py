@@ -24,6 +24,7 @@ from gnnforge._device import use_process_device
 from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
                                         load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
+from gnnforge.train._workers import step_batches
 from gnnforge.train._log import format_table, write_metrics
 
 __all__ = ["Task", "fit"]
@@ -326,9 +327,12 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
     bar = tqdm(total=steps, initial=progress.step, disable=True if quiet else None,
                desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
     losses = _LossSum(progress.loss_sum)
+    batches = step_batches(task.batch, [step if shared else step * world + rank
+                                        for step in range(progress.step, steps)],
+                           config.workers)
     for step in range(progress.step, steps):
         start = time.perf_counter()
-        batch = task.batch(step if shared else step * world + rank)
+        batch = next(batches)
         loss, items = task.loss(model, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

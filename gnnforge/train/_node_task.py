@@ -165,6 +165,7 @@ class NodeTask:
             return loss / batch.global_size, batch.global_size
         if self.sampled:
             blocks, input_nodes, seeds = batch
+            self.sampler.record(blocks)
             features = self.sampler.features(self.inputs, input_nodes)   # gathered on CPU
             if self.device.type != "cpu":
                 blocks = [block.to(self.device) for block in blocks]

@@ -1,22 +1,32 @@
 """Sampled minibatches for node classification: seeds, per-layer blocks, cached features.
 
-Batch order is `NodeSeeds`' (a function of seed and epoch). Independent minibatches draw
-their sampling key from one torch.Generator whose state the checkpoint carries; dependent
-minibatches (LABOR's kappa) take key number `epoch * steps + step` from `DependentKeys`,
-which is a pure function of the step. Either way a resumed run samples the same blocks.
+Batch order is `NodeSeeds`' (a function of seed and epoch). Independent minibatches take
+the key `step_key(seed, epoch, step)`; dependent minibatches (LABOR's kappa) take key
+number `epoch * steps + step` from `DependentKeys`. Either way a batch is a pure function
+of (seed, epoch, step): a resumed run samples the same blocks, and worker processes
+(`--workers`) build exactly the batches the training process would. The per-epoch
+counters are kept where the batches are used (`record`), in the training process.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
+import numpy as np
 from torch import Tensor
 
 from gnnforge.graph import Graph
 from gnnforge.train._config import TrainConfig
 
-__all__ = ["SampledBatches"]
+__all__ = ["SampledBatches", "step_key"]
+
+
+def step_key(seed: int, epoch: int, step: int) -> Any:
+    """The sampling key of one independent minibatch: a hash of (seed, epoch, step)."""
+    from gnnforge.sampling import VariateKey
+
+    state = np.random.SeedSequence([seed, epoch, step]).generate_state(1, np.uint64)
+    return VariateKey(int(state[0]) >> 2)  # 62 bits, as `draw_key` draws
 
 
 class SampledBatches:
@@ -34,7 +44,6 @@ class SampledBatches:
         self.sampler = (LaborSampler(config.fanouts) if kind == "labor"
                         else NeighborSampler(config.fanouts))
         self.graph, self.config = graph, config
-        self.generator = torch.Generator().manual_seed(config.seed)
         self.keys = DependentKeys(config.dependent, seed=config.seed) if config.dependent \
             else None
         self.store = (FeatureStore(graph.node_data["x"].float(), config.cache_size)
@@ -65,12 +74,15 @@ class SampledBatches:
         seeds = self._seeds[index]
         if self.keys is not None:
             key = self.keys[self._epoch * len(self._seeds) + index]
-            blocks = self.sampler.sample(self.graph, seeds, key=key)
         else:
-            blocks = self.sampler.sample(self.graph, seeds, generator=self.generator)
+            key = step_key(self.config.seed, self._epoch, index)
+        blocks = self.sampler.sample(self.graph, seeds, key=key)
+        return blocks, blocks[0].src_nodes, seeds
+
+    def record(self, blocks: list[Any]) -> None:
+        """Count a batch the model trained on into the epoch's statistics."""
         self._edges += sum(block.num_edges for block in blocks)
         self._batches += 1
-        return blocks, blocks[0].src_nodes, seeds
 
     def features(self, x: Any, input_nodes: Tensor) -> Any:
         """[n, F] input features of `input_nodes` (x a tensor or SparseFeatures), through
@@ -89,12 +101,10 @@ class SampledBatches:
     def state_dict(self) -> dict[str, Any]:
         # The epoch's counters and the feature cache's contents decide the per-epoch
         # statistics (sampled edges per batch, cache miss rate), so they are saved too.
-        return {"generator": self.generator.get_state(), "epoch": self._epoch,
-                "edges": self._edges, "batches": self._batches,
+        return {"epoch": self._epoch, "edges": self._edges, "batches": self._batches,
                 "store": None if self.store is None else self.store.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.generator.set_state(state["generator"])
         if "epoch" in state:  # applied by start_epoch, which resets the counters
             self._resumed = state
             if self.store is not None and state["store"] is not None:
