@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from gnnforge.data._errors import DataFormatError
+from gnnforge.data._mat_expansion import check_mat_expansion
 
 __all__ = ["load_mat_problem"]
 
@@ -40,9 +41,11 @@ def load_mat_problem(path: str | Path) -> dict[str, Any]:
         coord (Problem.aux.coord, when present); name, kind (strings, when present).
 
     Raises:
-        DataFormatError: the child crashed, hung or found no usable `Problem` struct.
+        DataFormatError: the child crashed, hung or found no usable `Problem` struct, or
+            the file's compressed variables inflate past the decompression cap.
     """
     path = Path(path)
+    check_mat_expansion(path)  # the child inflates whole: bound it before it starts
     with tempfile.TemporaryDirectory(prefix="gnnforge-mat-") as folder:
         out = Path(folder) / "parts.npz"
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}

@@ -120,3 +120,14 @@ def test_a_199_kib_bomb_is_refused_within_a_few_mib(tmp_path):
     assert "refused:" in result.stdout and "decompresses to more than 10 MiB" in result.stdout
     grew = float(result.stdout.split("grew_mib")[1])
     assert grew < 40, result.stdout
+
+
+def test_a_mat_file_whose_variables_inflate_past_the_cap_is_refused_before_scipy(tmp_path):
+    scipy_io = pytest.importorskip("scipy.io")
+    from gnnforge.data import read_mat_graph
+
+    path = tmp_path / "bomb.mat"
+    scipy_io.savemat(path, {"Problem": {"A": np.zeros((3000, 10_000))}}, do_compression=True)
+    with pytest.raises(DataFormatError, match=r"bomb\.mat: its compressed variables inflate "
+                                              r"to more than \d+ MiB"):
+        read_mat_graph(path)
