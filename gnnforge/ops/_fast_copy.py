@@ -19,9 +19,10 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops._candidates import is_cpu_backend, mean_grad_kernel, spmm_kernel
-from gnnforge.ops._custom_ops import _PLAIN, mean_scaled, reverse_arrays, spmm
+from gnnforge.ops._custom_ops import _PLAIN, mean_scaled, spmm
 from gnnforge.ops._dispatch import forced
 from gnnforge.ops._generic import _arrays, _check_graph
+from gnnforge.ops._layout import reverse_arrays
 
 __all__ = ["copy_u_fast"]
 
