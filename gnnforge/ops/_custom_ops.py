@@ -12,8 +12,9 @@ docs/kernels.md) unless torch.compile is tracing, which keeps the custom op.
 The graph travels as a list of eight tensors (`GraphArrays`): CSR by destination
 (rowptr, col, eids), CSC by source (colptr, row, ceids) and COO (src, dst, int64), at the
 positions `_layout` names. The CSC and COO are empty tensors when no gradient will be
-needed (a forward-only call on a new sampled block then never builds them). Operands arrive padded (`_shapes`), and only
-copy_lhs / copy_rhs / add / mul / dot reach here: the public layer rewrites sub and div.
+needed (a forward-only call on a new sampled block then never builds them). Operands
+arrive padded (`_shapes`), and only copy_lhs / copy_rhs / add / mul / dot reach here: the
+public layer rewrites sub and div.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import math
 import torch
 from torch import Tensor
 
-from gnnforge.ops._candidates import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
+from gnnforge.ops._auto_kernels import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
 from gnnforge.ops._dispatch import kernel
 from gnnforge.ops._edge_order import edge_ordered, reads_edge_rows
 from gnnforge.ops._layout import COL, COLPTR, DST, EIDS, ROW, ROWPTR, SRC, reverse_arrays
