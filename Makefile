@@ -25,7 +25,9 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 run: setup
 	$(VENV)/bin/gnnforge train
 
+# lint-imports first: the import contracts in pyproject.toml (one-way layers, no cycles).
 test: setup
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/python -m pytest -q
 
 # Regenerate BENCHMARKS.md (over an hour on 2 cores): `make benchmarks`, with

@@ -49,8 +49,8 @@ from spmm import _load  # noqa: E402  (the same workloads as spmm.py)
 
 import gnnforge.ops as ops  # noqa: E402
 from gnnforge.data import shared_datasets_dir  # noqa: E402
-from gnnforge.ops import _autotune, _trials  # noqa: E402
-from gnnforge.ops._autotune import KernelClass  # noqa: E402
+from gnnforge.ops import _cpu_kernels, _kernel_class, _trials, _tuning_record  # noqa: E402
+from gnnforge.ops._kernel_class import KernelClass  # noqa: E402
 
 RESTRICTIONS = {
     "all": {},
@@ -93,7 +93,7 @@ def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
         return call
 
     methods = {"default": run(lambda: ops.copy_u_sum(graph, x))}
-    for name in _autotune.candidates(KernelClass("copy_lhs", "sum", "float32", "int32", 0)):
+    for name in _cpu_kernels.candidates(KernelClass("copy_lhs", "sum", "float32", "int32", 0)):
         methods[name] = run(forced(name))
     methods["sparse.mm"] = run(lambda: torch.sparse.mm(csr, x))
     if dgl is not None:
@@ -143,8 +143,8 @@ def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
         best = min(candidates, key=ms.get)
         dgl_best = min((ms[m] for m in ("dgl", "dgl generic") if m in ms), default=float("nan"))
         kernel_class = KernelClass(
-            "copy_lhs", "sum", "float32", "int32", _autotune.width_class(width, torch.float32),
-            _autotune.size_class(graphs[name].num_nodes * width * 4))
+            "copy_lhs", "sum", "float32", "int32", _kernel_class.width_class(width, torch.float32),
+            _kernel_class.size_class(graphs[name].num_nodes * width * 4))
         # The forward is decided in the cell's "fwd" row; a "fwd+bwd" row's new trial (if
         # any) is the backward's, on the transposed graph.
         work = graphs[name].num_edges * width
@@ -210,7 +210,7 @@ def print_table(header, rows) -> None:
 
 
 def machine_line(restriction: str) -> str:
-    fingerprint = _autotune.machine_fingerprint()
+    fingerprint = _tuning_record.machine_fingerprint()
     return (f"machine: {fingerprint['cpu_model']} ({platform.machine()}), "
             f"{fingerprint['cores']} cores, {torch.get_num_threads()} threads, "
             f"restriction {restriction}, torch {torch.__version__}, "

@@ -249,10 +249,10 @@ def main(argv=None) -> int:
     if args.isa:  # read on every kernel choice; tuned up front, not in a timed call
         import os
 
-        from gnnforge.ops import _autotune
+        from gnnforge.ops import _calibration
 
         os.environ["GNNFORGE_ISA"] = args.isa
-        _autotune.tune()
+        _calibration.tune()
     if args.backend:
         with ops.use_backend(args.backend):
             return _run(args)

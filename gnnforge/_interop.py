@@ -3,22 +3,40 @@
 PyG attribute names are kept as data keys: node-level attributes (`x`, `pos`, node `y`)
 go to node_data, edge-level ones (`edge_attr`) to edge_data, the rest to graph_data;
 `edge_type` becomes the graph's edge types. The round trip restores every tensor.
+
+The conversion works on a graph's parts (`GraphParts`: the `Graph` constructor's
+arguments), not on `Graph` itself, so the dependency points one way: `gnnforge.graph`
+imports this module (`Graph.from_pyg`, `Graph.to_pyg`) and this module imports no graph.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
+from torch import Tensor
 
 from gnnforge._compat import require
-from gnnforge.graph import Graph
+
+__all__ = ["GraphParts", "data_list_to_pyg", "parts_from_pyg", "parts_to_pyg"]
 
 _STRUCTURE_KEYS = {"edge_index", "num_nodes", "edge_type"}
 
 
-def graph_from_pyg(data: Any, levels: dict[str, str] | None = None) -> Graph:
-    """Build a Graph from a torch_geometric Data object.
+class GraphParts(TypedDict):
+    """A graph as the `Graph` constructor's keyword arguments."""
+
+    src: Tensor                      # [E] int64
+    dst: Tensor                      # [E] int64
+    num_nodes: int
+    edge_type: Tensor | None         # [E] or None
+    node_data: dict[str, Tensor]     # [N, ...] each
+    edge_data: dict[str, Tensor]     # [E, ...] each
+    graph_data: dict[str, Tensor]
+
+
+def parts_from_pyg(data: Any, levels: dict[str, str] | None = None) -> GraphParts:
+    """The parts of a graph from a torch_geometric Data object (`Graph(**parts)` builds it).
 
     Args:
         data: the PyG Data.
@@ -46,27 +64,29 @@ def graph_from_pyg(data: Any, levels: dict[str, str] | None = None) -> Graph:
         else:
             graph_data[key] = value
     edge_type = data["edge_type"] if "edge_type" in data else None
-    return Graph(edge_index[0], edge_index[1], data.num_nodes, edge_type=edge_type,
-                 node_data=node_data, edge_data=edge_data, graph_data=graph_data)
+    return GraphParts(src=edge_index[0], dst=edge_index[1], num_nodes=data.num_nodes,
+                      edge_type=edge_type, node_data=node_data, edge_data=edge_data,
+                      graph_data=graph_data)
 
 
-def graph_to_pyg(graph: Graph) -> Any:
-    """Convert a Graph to a torch_geometric Data object."""
+def parts_to_pyg(parts: GraphParts) -> Any:
+    """A torch_geometric Data object holding a graph's parts."""
     require("torch_geometric", extra="pyg")
     from torch_geometric.data import Data
 
-    data = Data(edge_index=torch.stack([graph.src, graph.dst]), num_nodes=graph.num_nodes)
-    if graph.edge_type is not None:
-        data.edge_type = graph.edge_type
-    for mapping in (graph.node_data, graph.edge_data, graph.graph_data):
-        for key, value in mapping.items():
-            data[key] = value
+    data = Data(edge_index=torch.stack([parts["src"], parts["dst"]]),
+                num_nodes=parts["num_nodes"])
+    if parts["edge_type"] is not None:
+        data.edge_type = parts["edge_type"]
+    for key in ("node_data", "edge_data", "graph_data"):
+        for name, value in parts[key].items():
+            data[name] = value
     return data
 
 
-def batch_to_pyg(graphs: list[Graph]) -> Any:
-    """Convert graphs to one torch_geometric Batch."""
+def data_list_to_pyg(data_list: list[Any]) -> Any:
+    """One torch_geometric Batch of Data objects (`parts_to_pyg`'s)."""
     require("torch_geometric", extra="pyg")
     from torch_geometric.data import Batch
 
-    return Batch.from_data_list([graph_to_pyg(g) for g in graphs])
+    return Batch.from_data_list(data_list)

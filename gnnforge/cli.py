@@ -28,8 +28,8 @@ COMMANDS = {
     "pack": "gnnforge.packing._cli",
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",
-    "plan": "gnnforge.plan._cli",
-    "partition": "gnnforge.distributed._cli",
+    "plan": "gnnforge._plan_cli",
+    "partition": "gnnforge._partition_cli",
     "tune": "gnnforge.ops._tune_cli",
     "doctor": "gnnforge._doctor",
 }

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from gnnforge import _device
+from gnnforge._interop import GraphParts, data_list_to_pyg, parts_from_pyg, parts_to_pyg
 
 __all__ = ["BipartiteGraph", "Graph", "GraphBatch", "GraphError", "Subgraph"]
 
@@ -519,15 +520,17 @@ class Graph:
         PyG guesses whether an attribute is per node, edge or graph from its size; pass
         `levels={'y': 'graph'}` where that guess is ambiguous (e.g. num_nodes == num_edges).
         """
-        from gnnforge._interop import graph_from_pyg
-
-        return graph_from_pyg(data, levels)
+        return Graph(**parts_from_pyg(data, levels))
 
     def to_pyg(self) -> Any:
         """Convert to a `torch_geometric.data.Data` (requires the `pyg` extra)."""
-        from gnnforge._interop import graph_to_pyg
+        return parts_to_pyg(self._parts())
 
-        return graph_to_pyg(self)
+    def _parts(self) -> GraphParts:
+        """This graph as the constructor's keyword arguments (what `_interop` converts)."""
+        return GraphParts(src=self.src, dst=self.dst, num_nodes=self.num_nodes,
+                          edge_type=self.edge_type, node_data=dict(self.node_data),
+                          edge_data=dict(self.edge_data), graph_data=dict(self.graph_data))
 
     @classmethod
     def from_scipy(cls, matrix: Any, edge_weight_key: str | None = None) -> Graph:
@@ -819,15 +822,12 @@ class GraphBatch(Graph):
     @classmethod
     def from_pyg(cls, batch: Any, levels: dict[str, str] | None = None) -> GraphBatch:
         """Build from a `torch_geometric.data.Batch` (requires the `pyg` extra)."""
-        from gnnforge._interop import graph_from_pyg
-
-        return cls.from_graphs([graph_from_pyg(d, levels) for d in batch.to_data_list()])
+        return cls.from_graphs([Graph(**parts_from_pyg(d, levels))
+                                for d in batch.to_data_list()])
 
     def to_pyg(self) -> Any:
         """Convert the real graphs to a `torch_geometric.data.Batch`."""
-        from gnnforge._interop import batch_to_pyg
-
-        return batch_to_pyg(self.unbatch())
+        return data_list_to_pyg([parts_to_pyg(graph._parts()) for graph in self.unbatch()])
 
     def __eq__(self, other: object) -> bool:
         result = super().__eq__(other)

@@ -7,8 +7,8 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from gnnforge.nn._graph_structure import with_loop_values
 from gnnforge.graph import Graph
-from gnnforge.nn._planned import with_loop_values
 
 __all__ = ["EDGE_ATTR_KEY", "check_attention_args", "edge_features", "finish_heads"]
 

@@ -11,7 +11,9 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import dst_part
 from gnnforge.nn._attention import check_attention_args, edge_features, finish_heads
-from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan, prepared_structure
+from gnnforge.nn._graph_structure import prepared_structure
+from gnnforge.nn._planned import AUTO, check_node_input
+from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gat_expression
 from gnnforge.plan._ir import Node
@@ -108,7 +110,7 @@ class GATConv(nn.Module):
             edges = edges.reshape(-1, heads, width)
             leaves["edge_logits"] = (edges * self.att_edge).sum(-1, keepdim=True)  # [E', H, 1]
         dropout = self.dropout if self.training else 0.0
-        out = evaluate_plan(self, self.plan_expression(), structure, leaves, dropout)
+        out = run_plan(self, self.plan_expression(), structure, leaves, dropout)
         residual = None if self.res is None else self.res(dst_part(graph, x))
         return finish_heads(out, self.concat, self.bias, residual)
 

@@ -11,9 +11,10 @@ from torch import Tensor, nn
 
 from gnnforge import ops
 from gnnforge.nn._aggregate import edge_weight_of
-from gnnforge.nn._gcn_norm import detached, gcn_norm_structure
-from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan
+from gnnforge.nn._graph_structure import detached, gcn_norm_structure
+from gnnforge.nn._planned import AUTO, check_node_input
 from gnnforge.nn._sparse_features import SparseFeatures
+from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gcn_expression
 from gnnforge.plan._ir import Node
@@ -106,7 +107,7 @@ class GCNConv(nn.Module):
             out = _traced_gcn(structure, x, weight[0])                          # [Nd, O]
             return out if self.bias is None else out + self.bias
         leaves = {"X": x, "W": weight}
-        out = evaluate_plan(self, gcn_expression(), structure, leaves)  # [Nd, 1, O]
+        out = run_plan(self, gcn_expression(), structure, leaves)  # [Nd, 1, O]
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.bias is None else out + self.bias
 

@@ -13,7 +13,9 @@ from torch import Tensor, nn
 from gnnforge.nn._aggregate import (check_aggr, check_node_input, dst_part, reduce_edges,
                                     reduce_neighbors)
 from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
-from gnnforge.nn._planned import AUTO, evaluate_plan, prepared_structure
+from gnnforge.nn._graph_structure import prepared_structure
+from gnnforge.nn._planned import AUTO
+from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gin_expression
 from gnnforge.plan._ir import Node
@@ -102,7 +104,7 @@ class GINConv(_GINBase):
                   "s": (1 + self.eps).reshape(1, 1, 1).to(x.dtype)}
         if linear.bias is not None:
             leaves["b"] = linear.bias.reshape(1, 1, -1)
-        out = evaluate_plan(self, self.plan_expression(), structure, leaves)    # [Nd, 1, O]
+        out = run_plan(self, self.plan_expression(), structure, leaves)    # [Nd, 1, O]
         return rest(out.reshape(graph.num_dst_nodes, linear.out_features))
 
 

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from gnnforge.ops._dispatch import choose
 from gnnforge.ops._edge_softmax import native_variant
-from gnnforge.ops._generic import index_dtype
+from gnnforge.ops._graph_arrays import index_dtype
 from gnnforge.ops._native_gine import gine_backward_native, gine_forward_native
 
 __all__ = ["fused_gine_available", "gine_message_sum"]

@@ -8,6 +8,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge.nn._gcn_conv import GCNConv
 from gnnforge.nn._sage_conv import SAGEConv
 from gnnforge.nn._sparse_features import SparseFeatures
 
@@ -19,11 +20,6 @@ _CONVS = ("sage", "gcn")
 def _make_conv(kind: str, width_in: int, width_out: int, aggr: str) -> nn.Module:
     if kind == "sage":
         return SAGEConv(width_in, width_out, aggr=aggr)
-    try:
-        from gnnforge.nn import GCNConv  # provided by the planner work
-    except ImportError as error:
-        raise ImportError("NodeClassifier(conv='gcn') needs gnnforge.nn.GCNConv, which this "
-                          "build does not have; use conv='sage'") from error
     return GCNConv(width_in, width_out)
 
 

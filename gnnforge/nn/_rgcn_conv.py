@@ -13,7 +13,8 @@ from torch import Tensor, nn
 from gnnforge.graph import BipartiteGraph
 from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._aggregate import weighted_neighbor_sum
-from gnnforge.nn._planned import AUTO, evaluate_plan
+from gnnforge.nn._planned import AUTO
+from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import rgcn_expression
 from gnnforge.plan._ir import Node
@@ -136,7 +137,7 @@ class RGCNConv(nn.Module):
             leaves["Wroot"] = self.root.unsqueeze(0)
         if self.bias is not None:
             leaves["b"] = self.bias.reshape(1, 1, -1)
-        out = evaluate_plan(self, expression, self._structure(graph, edge_type), leaves)
+        out = run_plan(self, expression, self._structure(graph, edge_type), leaves)
         return out.reshape(graph.num_dst_nodes, self.out_channels)             # [Nd, O]
 
     def _structure(self, graph: Any, edge_type: Tensor) -> Structure:

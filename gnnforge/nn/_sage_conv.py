@@ -10,8 +10,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
-from gnnforge.nn._planned import AUTO, evaluate_plan, prepared_structure
+from gnnforge.nn._graph_structure import prepared_structure
+from gnnforge.nn._planned import AUTO
 from gnnforge.nn._sparse_features import SparseFeatures
+from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import sage_expression
 from gnnforge.plan._ir import Node
@@ -98,7 +100,7 @@ class SAGEConv(nn.Module):
             leaves["bl"] = self.lin_l.bias.reshape(1, 1, -1)
         if self.lin_r is not None:
             leaves["Wr"] = self.lin_r.weight.t().unsqueeze(0)
-        out = evaluate_plan(self, self.plan_expression(), structure, leaves)     # [Nd, 1, O]
+        out = run_plan(self, self.plan_expression(), structure, leaves)     # [Nd, 1, O]
         return out.reshape(graph.num_dst_nodes, self.out_channels)
 
     def _sparse_forward(self, graph: Any, x: SparseFeatures) -> Tensor:

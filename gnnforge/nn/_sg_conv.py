@@ -9,9 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import edge_weight_of
-from gnnforge.nn._gcn_norm import gcn_norm_structure
-from gnnforge.nn._planned import (AUTO, check_node_input, current_plan, evaluate_plan,
-                                  require_square)
+from gnnforge.nn._graph_structure import gcn_norm_structure
+from gnnforge.nn._planned import AUTO, check_node_input, current_plan, require_square
+from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import evaluate
 from gnnforge.plan._expressions import sgc_expression
 from gnnforge.plan._ir import Node
@@ -76,7 +76,7 @@ class SGConv(nn.Module):
             self._cached_x = (graph, x.dtype, x.device, propagated)
             return self.lin(propagated)
         leaves = {"X": x, "W": self.lin.weight.t().unsqueeze(0)}
-        out = evaluate_plan(self, expression, structure, leaves)
+        out = run_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.lin.bias is None else out + self.lin.bias
 

@@ -9,8 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import edge_weight_of
-from gnnforge.nn._gcn_norm import gcn_norm_structure
-from gnnforge.nn._planned import AUTO, check_node_input, evaluate_plan, require_square
+from gnnforge.nn._graph_structure import gcn_norm_structure
+from gnnforge.nn._planned import AUTO, check_node_input, require_square
+from gnnforge.plan._auto import run_plan
 from gnnforge.plan._expressions import tag_expression
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
@@ -69,7 +70,7 @@ class TAGConv(nn.Module):
         expression = tag_expression(self.K)
         leaves = {"X": x, **{f"W{k}": lin.weight.t().unsqueeze(0)
                              for k, lin in enumerate(self.lins)}}
-        out = evaluate_plan(self, expression, structure, leaves)
+        out = run_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
         return out if self.bias is None else out + self.bias
 

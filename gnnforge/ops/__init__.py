@@ -11,9 +11,8 @@ the first call on a graph times them on it, `kernel_trials` lists those decision
 See docs/kernels.md.
 """
 
-from gnnforge.ops._autotune import kernel_choices, machine_fingerprint, measured_classes, tune
-from gnnforge.ops._autotune import record_path as tuning_record_path
 from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
+from gnnforge.ops._calibration import tune
 from gnnforge.ops._dispatch import BACKENDS, use_backend
 from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._generic import gsddmm, gspmm
@@ -50,6 +49,8 @@ from gnnforge.ops._shortcuts import (
     u_sub_v,
 )
 from gnnforge.ops._trials import trial_results as kernel_trials
+from gnnforge.ops._tuning_record import kernel_choices, machine_fingerprint, measured_classes
+from gnnforge.ops._tuning_record import record_path as tuning_record_path
 
 __all__ = [
     "BACKENDS",

@@ -1,4 +1,4 @@
-"""Representative inputs on which `_autotune` times the candidates of a kernel class.
+"""Representative inputs on which `_calibration` times the candidates of a kernel class.
 
 One seeded power-law graph (2^14 nodes, 2^17 edges: in-degrees from a Zipf-like law with
 a few hubs, sources skewed the same way, like the R-MAT and social graphs the kernels
@@ -15,7 +15,15 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from gnnforge.ops import _autotune
+from gnnforge.ops._cpu_kernels import fixed_extreme_grad, fixed_mean_grad, fixed_sddmm, fixed_spmm
+from gnnforge.ops._kernel_class import (
+    REPRESENTATIVE_BYTES,
+    REPRESENTATIVE_EDGES,
+    REPRESENTATIVE_NODES,
+    KernelClass,
+    calibration_heads,
+    representative_size,
+)
 
 __all__ = ["runner"]
 
@@ -24,8 +32,8 @@ _INDEX = {"int32": torch.int32, "int64": torch.int64}
 
 
 @functools.lru_cache(maxsize=2)
-def _graph(index: str, nodes: int = _autotune._REPRESENTATIVE_NODES,
-           edges: int = _autotune._REPRESENTATIVE_EDGES) -> dict[str, Tensor]:
+def _graph(index: str, nodes: int = REPRESENTATIVE_NODES,
+           edges: int = REPRESENTATIVE_EDGES) -> dict[str, Tensor]:
     """CSR, CSC and edge ids of a representative graph in index dtype `index`."""
     generator = torch.Generator().manual_seed(0)
     skew = torch.arange(1, nodes + 1, dtype=torch.float64).pow(-0.8)   # Zipf-like weights
@@ -43,7 +51,7 @@ def _graph(index: str, nodes: int = _autotune._REPRESENTATIVE_NODES,
     return arrays
 
 
-def _features(rows: int, kernel_class: _autotune.KernelClass) -> Tensor:
+def _features(rows: int, kernel_class: KernelClass) -> Tensor:
     return _seeded_features(rows, kernel_class.dtype, kernel_class.width_class)
 
 
@@ -51,35 +59,33 @@ def _features(rows: int, kernel_class: _autotune.KernelClass) -> Tensor:
 def _seeded_features(rows: int, dtype_name: str, width_class: int) -> Tensor:
     """Seeded features, made once per shape: drawing them took half of `tune()`'s time."""
     dtype = _DTYPES[dtype_name]
-    row_bytes = _autotune._REPRESENTATIVE_BYTES[width_class]
+    row_bytes = REPRESENTATIVE_BYTES[width_class]
     width = max(1, row_bytes // torch.empty(0, dtype=dtype).element_size())
     generator = torch.Generator().manual_seed(1)
     return torch.randn(rows, width, generator=generator, dtype=dtype)
 
 
-def runner(name: str, kernel_class: _autotune.KernelClass) -> Callable[[], object]:
+def runner(name: str, kernel_class: KernelClass) -> Callable[[], object]:
     """A no-argument function running candidate `name` on `kernel_class`'s input once."""
-    from gnnforge.ops._candidates import extreme_grad_kernel, mean_grad_kernel, spmm_kernel
-
-    graph = _graph(kernel_class.index, *_autotune.representative_size(kernel_class))
+    graph = _graph(kernel_class.index, *representative_size(kernel_class))
     rowptr, col, eids = graph["csr"]
     colptr, row, _ = graph["csc"]
     nodes, edges = rowptr.shape[0] - 1, col.shape[0]
     primitive, reduce = kernel_class.primitive, kernel_class.reduce
     if primitive == "mean_grad":
         grad = _features(nodes, kernel_class)
-        kernel = mean_grad_kernel(name)
+        kernel = fixed_mean_grad(name)
         return lambda: kernel(colptr, row, rowptr, grad, nodes)
     if primitive == "extreme_grad":
         grad = _features(nodes, kernel_class)
-        _, arg, _ = spmm_kernel("numba")(rowptr, col, eids, _features(nodes, kernel_class),
+        _, arg, _ = fixed_spmm("numba")(rowptr, col, eids, _features(nodes, kernel_class),
                                          None, "copy_lhs", "max", True)
         arg = arg.to(rowptr.dtype)
-        kernel = extreme_grad_kernel(name)
+        kernel = fixed_extreme_grad(name)
         return lambda: kernel(colptr, row, arg, grad, nodes)
     if primitive.startswith("sddmm_"):
         return _sddmm_runner(name, kernel_class, col, _destinations(rowptr))
-    kernel = spmm_kernel(name)
+    kernel = fixed_spmm(name)
     if primitive.endswith("_heads"):
         return _heads_runner(name, kernel_class, rowptr, col, eids)
     lhs = None if primitive == "copy_rhs" else _features(nodes, kernel_class)
@@ -94,32 +100,28 @@ def _destinations(rowptr: Tensor) -> Tensor:
                                    (rowptr[1:] - rowptr[:-1]).long())
 
 
-def _sddmm_runner(name: str, kernel_class: _autotune.KernelClass, sources: Tensor,
+def _sddmm_runner(name: str, kernel_class: KernelClass, sources: Tensor,
                   destinations: Tensor) -> Callable[[], object]:
     """u_OP_v over the representative graph's edges (source rows, destination rows)."""
-    from gnnforge.ops._candidates import sddmm_kernel
-
-    features = _features(_autotune.representative_size(kernel_class)[0], kernel_class)
-    kernel = sddmm_kernel(name)
+    features = _features(representative_size(kernel_class)[0], kernel_class)
+    kernel = fixed_sddmm(name)
     op = kernel_class.primitive.removeprefix("sddmm_")
     return lambda: kernel(sources, destinations, features, features, op)
 
 
-def _heads_runner(name: str, kernel_class: _autotune.KernelClass, rowptr: Tensor, col: Tensor,
+def _heads_runner(name: str, kernel_class: KernelClass, rowptr: Tensor, col: Tensor,
                   eids: Tensor) -> Callable[[], object]:
     """GAT's aggregation: [N, H, D] node rows times per-head edge weights [E, H, 1], one
-    head's row D of the class's representative width (`_autotune.calibration_heads`)."""
-    from gnnforge.ops._candidates import spmm_kernel
-
+    head's row D of the class's representative width (`calibration_heads`)."""
     nodes, edges = rowptr.shape[0] - 1, col.shape[0]
     dtype = _DTYPES[kernel_class.dtype]
-    row_bytes = _autotune._REPRESENTATIVE_BYTES[kernel_class.width_class]
+    row_bytes = REPRESENTATIVE_BYTES[kernel_class.width_class]
     depth = max(2, row_bytes // dtype.itemsize)
-    heads = _autotune.calibration_heads(kernel_class)
+    heads = calibration_heads(kernel_class)
     generator = torch.Generator().manual_seed(2)
     lhs = torch.randn(nodes, heads, depth, generator=generator, dtype=dtype)
     weights = torch.rand(edges, heads, 1, generator=generator, dtype=dtype)
-    kernel = spmm_kernel(name)
+    kernel = fixed_spmm(name)
     op = kernel_class.primitive.removesuffix("_heads")
     record = kernel_class.reduce in ("max", "min")
     return lambda: kernel(rowptr, col, eids, lhs, weights, op, kernel_class.reduce, record)

@@ -10,10 +10,11 @@ through a plain `torch.autograd.Function` (about 3x less per-call overhead, meas
 docs/kernels.md) unless torch.compile is tracing, which keeps the custom op.
 
 The graph travels as a list of eight tensors (`GraphArrays`): CSR by destination
-(rowptr, col, eids), CSC by source (colptr, row, ceids) and COO (src, dst, int64). The
-CSC and COO are empty tensors when no gradient will be needed (a forward-only call on a
-new sampled block then never builds them). Operands arrive padded (`_shapes`), and only
-copy_lhs / copy_rhs / add / mul / dot reach here: the public layer rewrites sub and div.
+(rowptr, col, eids), CSC by source (colptr, row, ceids) and COO (src, dst, int64), at the
+positions `_layout` names. The CSC and COO are empty tensors when no gradient will be
+needed (a forward-only call on a new sampled block then never builds them). Operands
+arrive padded (`_shapes`), and only copy_lhs / copy_rhs / add / mul / dot reach here: the
+public layer rewrites sub and div.
 """
 
 from __future__ import annotations
@@ -23,23 +24,15 @@ import math
 import torch
 from torch import Tensor
 
-from gnnforge.ops._candidates import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
+from gnnforge.ops._auto_kernels import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
 from gnnforge.ops._dispatch import kernel
 from gnnforge.ops._edge_order import edge_ordered, reads_edge_rows
+from gnnforge.ops._layout import COL, COLPTR, DST, EIDS, ROW, ROWPTR, SRC, reverse_arrays
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_binary import extreme_grad_native as binary_extreme_grad_native
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
 
-__all__ = ["eager", "mean_scaled", "reverse_arrays", "sddmm_op", "spmm", "spmm_op"]
-
-ROWPTR, COL, EIDS, COLPTR, ROW, CEIDS, SRC, DST = range(8)
-
-
-def reverse_arrays(arrays: list[Tensor]) -> list[Tensor]:
-    """GraphArrays of the reversed graph: CSC becomes CSR and src/dst swap."""
-    return [arrays[COLPTR], arrays[ROW], arrays[CEIDS],
-            arrays[ROWPTR], arrays[COL], arrays[EIDS], arrays[DST], arrays[SRC]]
-
+__all__ = ["eager", "mean_scaled", "sddmm_op", "spmm", "spmm_op"]
 
 def _shape(tensor: Tensor | None) -> tuple[int, ...] | None:
     return None if tensor is None else tuple(tensor.shape[1:])

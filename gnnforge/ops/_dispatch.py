@@ -3,7 +3,8 @@
 Backends:
     reference: plain PyTorch gather/scatter (`_reference`), any device, autograd by PyTorch.
     auto:      the CPU default: per kernel class, the candidate measured fastest on this
-               machine (`_autotune`; candidates are the native variants, numba and mkl).
+               machine (`_calibration`, `_trials`, `_auto_kernels`; candidates are the native
+               variants, numba and mkl).
     native:    C++ pull kernels over CSR (`_native`, built on first use), CPU tensors only,
                the host's widest instruction-set variant; 'native:sse2', 'native:avx2',
                'native:avx512' (x86) force one variant. Ops it lacks run numba's kernels.
@@ -31,7 +32,7 @@ from typing import NamedTuple
 
 import torch
 
-from gnnforge.ops._candidates import is_cpu_backend, sddmm_kernel, spmm_kernel
+from gnnforge.ops._auto_kernels import is_cpu_backend, sddmm_kernel, spmm_kernel
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_build import available_variants, unavailable_reason
 from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
@@ -43,7 +44,7 @@ __all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "forced", "kernel", "state
 BACKENDS = ("reference", "auto", "native", "numba", "mkl", "torch", "triton")
 
 # (op family, backend) -> kernel, for the backends that are not CPU kernel tables
-# (`_candidates` resolves 'auto', 'native[:VARIANT]', 'numba' and 'mkl' for g-SpMM).
+# (`_auto_kernels` resolves 'auto', 'native[:VARIANT]', 'numba' and 'mkl').
 KERNELS = {
     ("gspmm", "torch"): gspmm_torch,   # any device and dtype PyTorch's scatter supports
     ("gsddmm", "torch"): gsddmm_torch,

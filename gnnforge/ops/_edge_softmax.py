@@ -7,7 +7,8 @@ from torch import Tensor
 
 from gnnforge.ops._custom_ops import eager
 from gnnforge.ops._dispatch import choose
-from gnnforge.ops._generic import _arrays, check_device, gsddmm, gspmm, index_dtype
+from gnnforge.ops._generic import gsddmm, gspmm
+from gnnforge.ops._graph_arrays import check_device, graph_arrays, index_dtype
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_softmax import edge_softmax_backward_native, edge_softmax_native
 from gnnforge.ops._triton import edge_softmax_triton
@@ -49,7 +50,8 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
             raise ValueError(f"logits are on {logits.device} but the graph is on "
                              f"{graph_device}; move one with .to()")
         need_grad = torch.is_grad_enabled() and logits.requires_grad
-        return edge_softmax_triton(_arrays(graph, choice.index_dtype, need_grad, True), logits)
+        arrays = graph_arrays(graph, choice.index_dtype, need_grad, True)
+        return edge_softmax_triton(arrays, logits)
     variant = native_variant(choice.backend)
     if variant is not None and eager(logits) and not torch._C._are_functorch_transforms_active():
         check_device(graph, None, logits)

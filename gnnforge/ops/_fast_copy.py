@@ -18,10 +18,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from gnnforge.ops._candidates import is_cpu_backend, mean_grad_kernel, spmm_kernel
-from gnnforge.ops._custom_ops import _PLAIN, mean_scaled, reverse_arrays, spmm
+from gnnforge.ops._auto_kernels import is_cpu_backend, mean_grad_kernel, spmm_kernel
+from gnnforge.ops._custom_ops import _PLAIN, mean_scaled, spmm
 from gnnforge.ops._dispatch import forced
-from gnnforge.ops._generic import _arrays, _check_graph
+from gnnforge.ops._graph_arrays import check_graph, graph_arrays
+from gnnforge.ops._layout import reverse_arrays
 
 __all__ = ["copy_u_fast"]
 
@@ -32,7 +33,7 @@ def copy_u_fast(graph, reduce: str, x) -> Tensor | None:
     """copy_u `reduce` ('sum' or 'mean') of x over graph, or None when not eligible."""
     if torch.compiler.is_compiling():  # traced: the custom ops (dynamo cannot read forced())
         return None
-    _check_graph(graph)
+    check_graph(graph)
     backend = _cpu_backend()
     if not (backend and type(x) in _PLAIN and x.dim() == 2
             and x.dtype in _FLOATS and x.device.type == "cpu" and x.is_contiguous()
@@ -42,7 +43,7 @@ def copy_u_fast(graph, reduce: str, x) -> Tensor | None:
         if torch._C._are_functorch_transforms_active():
             return None
         return _CopyU.apply(x, graph, reduce, backend)
-    arrays = _arrays(graph, None, csc=False, coo=False)
+    arrays = graph_arrays(graph, None, csc=False, coo=False)
     return spmm_kernel(backend)(arrays[0], arrays[1], arrays[2], x, None, "copy_lhs", reduce,
                                 False)[0]
 
@@ -62,7 +63,7 @@ class _CopyU(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, graph, reduce, backend):
-        arrays = _arrays(graph, None, csc=True, coo=False)
+        arrays = graph_arrays(graph, None, csc=True, coo=False)
         ctx.graph, ctx.reduce, ctx.rows, ctx.backend = graph, reduce, x.shape[0], backend
         ctx.arrays = arrays
         return spmm_kernel(backend)(arrays[0], arrays[1], arrays[2], x, None, "copy_lhs",
@@ -82,7 +83,7 @@ class _CopyU(torch.autograd.Function):
 
 
 def _differentiable_grad(ctx, grad: Tensor) -> Tensor:
-    arrays = _arrays(ctx.graph, None, csc=True, coo=True)
+    arrays = graph_arrays(ctx.graph, None, csc=True, coo=True)
     if ctx.reduce == "mean":
         grad = mean_scaled(arrays, grad)
     return spmm(reverse_arrays(arrays), grad, None, "copy_lhs", "sum", ctx.backend, False)[0]

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from gnnforge.ops._custom_ops import sddmm_op, spmm
 from gnnforge.ops._dispatch import choose
+from gnnforge.ops._graph_arrays import check_device, check_graph, graph_arrays
 from gnnforge.ops._reference import gsddmm_ref, gspmm_ref
 from gnnforge.ops._shapes import (
     check_op,
@@ -21,10 +22,7 @@ from gnnforge.ops._shapes import (
     pad_operands,
 )
 
-__all__ = ["check_device", "gsddmm", "gspmm", "index_dtype"]
-
-_PROTOCOL = ("num_src_nodes", "num_dst_nodes", "num_edges", "coo", "csr", "csc")
-
+__all__ = ["gsddmm", "gspmm"]
 
 def gspmm(graph, op: str, reduce: str, lhs: Tensor | None = None,
           rhs: Tensor | None = None) -> Tensor:
@@ -56,7 +54,7 @@ def gspmm(graph, op: str, reduce: str, lhs: Tensor | None = None,
     Reference: Wang et al., "Deep Graph Library", 2019 (g-SpMM); Md et al., "Deep Graph
     Library Optimizations for Intel x86 Architecture", 2020 (pull kernels on CSR).
     """
-    _check_graph(graph)
+    check_graph(graph)
     check_op(op)
     check_reduce(reduce)
     if op == "dot" and reduce in ("max", "min"):
@@ -73,7 +71,7 @@ def gspmm(graph, op: str, reduce: str, lhs: Tensor | None = None,
     else:
         op, rhs = _rewrite(op, rhs)
         need_grad = _needs_grad(lhs, rhs)
-        arrays = _arrays(graph, choice.index_dtype, csc=need_grad, coo=need_grad)
+        arrays = graph_arrays(graph, choice.index_dtype, csc=need_grad, coo=need_grad)
         out = spmm(arrays, lhs, rhs, op, reduce, choice.backend, need_grad)[0]
     return out.squeeze(-1) if squeeze else out
 
@@ -100,7 +98,7 @@ def gsddmm(graph, op: str, lhs: Tensor | None, rhs: Tensor | None, lhs_target: s
     Raises:
         TypeError / ValueError: naming the offending argument.
     """
-    _check_graph(graph)
+    check_graph(graph)
     check_op(op)
     check_target("lhs_target", lhs_target)
     check_target("rhs_target", rhs_target)
@@ -118,29 +116,12 @@ def gsddmm(graph, op: str, lhs: Tensor | None, rhs: Tensor | None, lhs_target: s
         out = _gather(graph, *((lhs, lhs_target) if op == "copy_lhs" else (rhs, rhs_target)))
     else:
         op, rhs = _rewrite(op, rhs)
-        arrays = _arrays(graph, choice.index_dtype, csc=_needs_grad(lhs, rhs), coo=True)
+        arrays = graph_arrays(graph, choice.index_dtype, csc=_needs_grad(lhs, rhs), coo=True)
         out = sddmm_op(arrays, lhs, rhs, op, lhs_target, rhs_target, choice.backend)
     return out.squeeze(-1) if squeeze else out
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-_CHECKED_TYPES: set[type] = set()  # graph classes known to have the protocol
-
-
-def _check_graph(graph) -> None:
-    if type(graph) in _CHECKED_TYPES:  # one set lookup per call instead of six hasattr
-        return
-    missing = [name for name in _PROTOCOL if not hasattr(graph, name)]
-    if missing:
-        raise TypeError(f"graph: expected a gnnforge Graph or an object with the kernel "
-                        f"protocol {_PROTOCOL}; {type(graph).__name__} lacks {missing}")
-    # Class-level: every instance. Not while compiling: a traced mutation of this global
-    # would fail dynamo's guard on it at the next call and recompile.
-    if not torch.compiler.is_compiling() and all(hasattr(type(graph), name)
-                                                 for name in _PROTOCOL):
-        _CHECKED_TYPES.add(type(graph))
 
 
 def _operand(name: str, value, used: bool, rows: int, what: str) -> Tensor | None:
@@ -169,16 +150,6 @@ def _features(tensor: Tensor | None) -> tuple[int, ...] | None:
     return None if tensor is None else tuple(tensor.shape[1:])
 
 
-def check_device(graph, lhs: Tensor | None, rhs: Tensor | None) -> torch.device:
-    """The graph's device; ValueError naming the operand on another one."""
-    graph_device = graph.coo()[0].device
-    for name, tensor in (("lhs", lhs), ("rhs", rhs)):
-        if tensor is not None and tensor.device != graph_device:
-            raise ValueError(f"{name} is on {tensor.device} but the graph is on {graph_device}; "
-                             f"move one with .to()")
-    return graph_device
-
-
 def _rewrite(op: str, rhs: Tensor | None) -> tuple[str, Tensor | None]:
     # x - y = x + (-y) and x / y = x * (1 / y): the fast path and its gradients then need
     # only add and mul (DGL does the same); the negation/reciprocal costs one pass over rhs.
@@ -191,32 +162,6 @@ def _rewrite(op: str, rhs: Tensor | None) -> tuple[str, Tensor | None]:
 
 def _needs_grad(*tensors: Tensor | None) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-
-
-def index_dtype(graph, forced: torch.dtype | None) -> torch.dtype:
-    """The forced CSR index dtype, else int32 whenever the graph fits."""
-    if forced is not None:
-        return forced
-    largest = max(graph.num_src_nodes, graph.num_dst_nodes, graph.num_edges)
-    return torch.int32 if largest < 2**31 - 1 else torch.int64
-
-
-_EMPTY: dict = {}
-
-
-def _arrays(graph, forced_dtype, csc: bool, coo: bool) -> list[Tensor]:
-    """GraphArrays for the custom ops (see `_custom_ops`): CSC/COO only when needed."""
-    dtype = index_dtype(graph, forced_dtype)
-    rowptr, col, eids = graph.csr(dtype)
-    if torch.compiler.is_compiling():  # no global cache: mutating it would recompile
-        empty = rowptr.new_empty(0)
-    else:
-        empty = _EMPTY.get((dtype, rowptr.device))
-    if empty is None:  # read-only placeholder for the arrays a call does not need
-        empty = _EMPTY.setdefault((dtype, rowptr.device), rowptr.new_empty(0))
-    colptr, row, ceids = graph.csc(dtype) if csc else (empty, empty, empty)
-    src, dst = graph.coo() if coo or csc else (empty, empty)
-    return [rowptr, col, eids, colptr, row, ceids, src, dst]
 
 
 def _gather(graph, data: Tensor, target: str) -> Tensor:

@@ -2,9 +2,9 @@
 
 torch.sparse.mm on a CSR matrix runs MKL's sparse BLAS on x86 builds of PyTorch (its own
 loop elsewhere). MKL dispatches on the CPU at run time, so on machines where our
-compiled variants are slow it can win; `_autotune` times it as one candidate for copy_u
-sum and mean. Every other op falls to numba's kernels (`_cpu`), so `mkl` is a complete
-backend when forced.
+compiled variants are slow it can win; `_calibration` times it as one candidate for copy_u
+sum and mean (`covered`). `_cpu_kernels` runs every other op on numba's kernels, so `mkl`
+is a complete backend when forced, while this module imports no other backend.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ import warnings
 import torch
 from torch import Tensor
 
-from gnnforge.ops import _cpu
-
-__all__ = ["gspmm_mkl", "supports"]
+__all__ = ["covered", "gspmm_mkl", "supports"]
 
 _FLOATS = (torch.float32, torch.float64)
 
@@ -27,12 +25,16 @@ def supports(op: str, reduce: str) -> bool:
     return op == "copy_lhs" and reduce in ("sum", "mean")
 
 
+def covered(lhs: Tensor | None, op: str, reduce: str) -> bool:
+    """Whether `gspmm_mkl` computes this call: copy_lhs sum/mean of float32/float64."""
+    return supports(op, reduce) and lhs.dtype in _FLOATS
+
+
 def gspmm_mkl(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
               rhs: Tensor | None, op: str, reduce: str,
               record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
-    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`. copy_lhs sum/mean via MKL."""
-    if not supports(op, reduce) or lhs.dtype not in _FLOATS:
-        return _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`. copy_lhs sum/mean via MKL, for
+    calls `covered` accepts."""
     rows = rowptr.shape[0] - 1
     x = lhs.reshape(lhs.shape[0], math.prod(lhs.shape[1:])).contiguous()   # [N, K]
     matrix = _csr(rowptr, col, torch.ones(col.shape[0], dtype=x.dtype), (rows, x.shape[0]))

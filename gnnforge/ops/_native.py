@@ -3,9 +3,10 @@
 The library covers the copy-reduce g-SpMMs (copy_u / copy_e with sum, mean, max, min; the
 backward of copy_u-sum is the same kernel on the CSC) and the CSC-pull gradients of
 copy_u mean and max/min here; the binary-message g-SpMMs and the g-SDDMMs in
-`_native_binary`. The few cases those do not cover run numba's kernels (`_cpu`), so
-`native` is a complete backend. Same contracts as `_cpu`; float32/float64 natively,
-bfloat16/float16 computed in float32 and rounded once.
+`_native_binary`. The few cases those do not cover (`spmm_covered`, `sddmm_covered`)
+`_cpu_kernels` runs on numba's kernels, so `native` is a complete backend while this one
+imports no other. Same contracts as `_cpu`; float32/float64 natively, bfloat16/float16
+computed in float32 and rounded once.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops._buffers import pooled_empty
-from gnnforge.ops._native_binary import gsddmm_binary_native, gspmm_binary_native
+from gnnforge.ops._native_binary import (
+    gsddmm_binary_native,
+    gspmm_binary_native,
+    sddmm_covered,
+)
+from gnnforge.ops._native_binary import spmm_covered as binary_spmm_covered
 from gnnforge.ops._native_build import load
 
 __all__ = ["available", "extreme_grad_native", "gsddmm_native", "gspmm_native",
-           "mean_grad_native", "supports"]
+           "mean_grad_native", "sddmm_covered", "spmm_covered", "supports"]
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -29,15 +35,15 @@ _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 # workers costs more than it saves (measured in docs/kernels.md).
 _PARALLEL_WORK = 2**18
 # The float32 max/min kernels keep each lane's winning row in a 32-bit lane beside the
-# value; rows past this (a source or edge count of 2^31 and more) go to numba's kernels.
+# value; rows past this (a source or edge count of 2^31 and more) are not covered.
 _FLOAT32_WINNER_LIMIT = 2**31 - 1
 # The max/min gradient's column scatter runs on one thread for rows this wide (measured).
 _SERIAL_SCATTER_BYTES = 1024
 
 
-# Kernel primitives (as `_autotune` names them) the library computes itself (add and mul,
-# and the g-SDDMMs: `_native_binary`); the rest of the backend's ops (g-SpMM with dot) run numba's kernels,
-# so native variants are no candidates for them.
+# Kernel primitives (as `_kernel_class` names them) the library computes itself (add and
+# mul, and the g-SDDMMs: `_native_binary`); the rest of the backend's ops (g-SpMM with dot)
+# run numba's kernels (`_cpu_kernels`), so native variants are no candidates for them.
 _NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_grad", "add",
                                 "mul", "add_heads", "mul_heads", "sddmm_add", "sddmm_mul",
                                 "sddmm_dot"})
@@ -46,6 +52,15 @@ _NATIVE_PRIMITIVES = frozenset({"copy_lhs", "copy_rhs", "mean_grad", "extreme_gr
 def supports(primitive: str, reduce: str) -> bool:
     """True when the library has its own kernel for `primitive` (any reduce)."""
     return primitive in _NATIVE_PRIMITIVES
+
+
+def spmm_covered(lhs: Tensor | None, rhs: Tensor | None, op: str, reduce: str) -> bool:
+    """Whether `gspmm_native` computes this call (else numba's kernel runs it)."""
+    if op not in ("copy_lhs", "copy_rhs"):
+        return binary_spmm_covered(lhs, rhs, op)
+    data = lhs if op == "copy_lhs" else rhs
+    return not (reduce in ("max", "min") and data.dtype != torch.float64
+                and data.shape[0] > _FLOAT32_WINNER_LIMIT)
 
 
 def available(variant: str | None = None) -> bool:
@@ -85,7 +100,8 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                  record_args: bool = True, variant: str | None = None
                  ) -> tuple[Tensor, Tensor, Tensor]:
     """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`, but max/min winners are in the
-    index dtype. Copy ops here, binary ops in `_native_binary`.
+    index dtype, for calls `spmm_covered` accepts. Copy ops here, binary ops in
+    `_native_binary`.
 
     `variant` names the instruction-set build of the library (`_native_build`); None is
     the host's widest.
@@ -99,11 +115,6 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                                    variant)
     # The common case (2-D contiguous float32/64) goes straight through: this path is
     # most of the cost of a small call (docs/kernels.md).
-    if (reduce in ("max", "min") and data.dtype != torch.float64
-            and data.shape[0] > _FLOAT32_WINNER_LIMIT):
-        from gnnforge.ops._cpu import gspmm_cpu
-
-        return gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
     plain = data.dim() == 2 and data.dtype in _DTYPE_CODES and data.is_contiguous()
     x = data if plain else _rows(data)
     rows, width = rowptr.shape[0] - 1, x.shape[1]
@@ -161,5 +172,6 @@ def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
 
 def gsddmm_native(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str,
                   variant: str | None = None) -> Tensor:
-    """g-SDDMM on CPU; same contract as `_cpu.gsddmm_cpu` (`_native_binary`)."""
+    """g-SDDMM on CPU; same contract as `_cpu.gsddmm_cpu` (`_native_binary`), for calls
+    `sddmm_covered` accepts."""
     return gsddmm_binary_native(lhs_row, rhs_row, lhs, rhs, op, variant)

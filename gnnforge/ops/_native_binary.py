@@ -4,8 +4,9 @@ DGL's broadcasting of the two operands is collapsed here into an output row of H
 elements (heads x features) in which each operand is a vector along D or one scalar per
 head, possibly shared by all heads: every case the layers use (vector [E, F], edge scalar
 [E] / [E, 1], per-head [E, H, 1] x [N, H, D], two-sided [N, 1, D] + [E, H, 1]). A broadcast
-that needs more than two such groups of dimensions, and g-SpMM with `dot`, run on numba's
-kernels (`_cpu`), which stay the fallback. Same contracts as `_cpu.gspmm_cpu` /
+that needs more than two such groups of dimensions, and g-SpMM with `dot`, are not covered
+(`spmm_covered`, `sddmm_covered`): `_cpu_kernels` runs numba's kernels for them, so this
+backend imports no other. Same contracts as `_cpu.gspmm_cpu` /
 `_cpu.gsddmm_cpu`, except that max/min winners are in the index dtype of the CSR (int32
 whenever the graph's indices are, int64 otherwise). float32/float64 natively; other float
 dtypes are computed in float32 and rounded once.
@@ -20,13 +21,12 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from gnnforge.ops import _cpu
 from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._native_build import load
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape
 
 __all__ = ["Layout", "extreme_grad_native", "gsddmm_binary_native", "gspmm_binary_native",
-           "plan_layout"]
+           "plan_layout", "sddmm_covered", "spmm_covered"]
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
 _OP_CODES = {"add": 0, "mul": 1, "dot": 2}
@@ -120,6 +120,19 @@ def _empty_index() -> Tensor:
     return torch.empty(0, dtype=torch.int64)
 
 
+def spmm_covered(lhs: Tensor, rhs: Tensor, op: str) -> bool:
+    """Whether `gspmm_binary_native` computes u_op_e for these operands (add or mul, in a
+    broadcast `plan_layout` collapses)."""
+    return op in ("add", "mul") and plan_layout(op, tuple(lhs.shape[1:]),
+                                                 tuple(rhs.shape[1:])) is not None
+
+
+def sddmm_covered(lhs: Tensor, rhs: Tensor, op: str) -> bool:
+    """Whether `gsddmm_binary_native` computes op(lhs, rhs) for these operands."""
+    return op in _OP_CODES and plan_layout(op, tuple(lhs.shape[1:]),
+                                            tuple(rhs.shape[1:])) is not None
+
+
 def gspmm_binary_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor, rhs: Tensor,
                         op: str, reduce: str, record_args: bool = True,
                         variant: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
@@ -128,7 +141,7 @@ def gspmm_binary_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor, 
     Args:
         rowptr, col, eids: CSR by destination (int32 or int64, one dtype).
         lhs: [N, *F_u] source rows; rhs: [E, *F_e] edge rows (padded, broadcastable).
-        op: 'add' or 'mul' ('dot' and unsupported broadcasts run numba's kernel).
+        op: 'add' or 'mul' (`spmm_covered` must hold).
         reduce: 'sum', 'mean', 'max' or 'min'.
         record_args: for max/min, record the winning source node and edge id.
         variant: instruction-set build of the library (`_native_build`); None the default.
@@ -137,10 +150,8 @@ def gspmm_binary_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor, 
         (out [M, *F], arg_lhs, arg_rhs): for max/min with record_args the [M, prod(F)]
         winners in rowptr's dtype (-1 for rows without in-edges), else empty int64.
     """
-    layout = plan_layout(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:])) \
-        if op in ("add", "mul") else None
-    if layout is None:
-        return _numba_spmm(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+    layout = plan_layout(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
+    assert op in ("add", "mul") and layout is not None, "callers check spmm_covered"
     out_shape = _output_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
     dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     compute = dtype if dtype in _DTYPE_CODES else torch.float32
@@ -165,19 +176,10 @@ def gspmm_binary_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor, 
     return (out if compute == dtype else out.to(dtype)), arg_lhs, arg_rhs
 
 
-def _numba_spmm(rowptr, col, eids, lhs, rhs, op, reduce, record_args):
-    """numba's kernel, with its int64 winners narrowed to the index dtype like ours."""
-    out, arg_lhs, arg_rhs = _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce,
-                                           record_args)
-    if arg_lhs.numel():
-        arg_lhs, arg_rhs = arg_lhs.to(rowptr.dtype), arg_rhs.to(rowptr.dtype)
-    return out, arg_lhs, arg_rhs
-
-
 def gsddmm_binary_native(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str,
                          variant: str | None = None) -> Tensor:
     """out[e] = op(lhs[lhs_row[e]], rhs[rhs_row[e]]), op add, mul or dot; `_cpu.gsddmm_cpu`'s
-    contract (unsupported broadcasts run numba's kernel).
+    contract, where `sddmm_covered` holds.
 
     Args:
         lhs_row, rhs_row: [E] integer rows each edge reads (source, destination or edge id).
@@ -185,10 +187,8 @@ def gsddmm_binary_native(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Ten
         op: 'add', 'mul' or 'dot'.
         variant: instruction-set build of the library; None the default.
     """
-    layout = plan_layout(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:])) \
-        if op in _OP_CODES else None
-    if layout is None:
-        return _cpu.gsddmm_cpu(lhs_row, rhs_row, lhs, rhs, op)
+    layout = plan_layout(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
+    assert op in _OP_CODES and layout is not None, "callers check sddmm_covered"
     out_shape = _output_shape(op, tuple(lhs.shape[1:]), tuple(rhs.shape[1:]))
     dtype = torch.promote_types(lhs.dtype, rhs.dtype)
     compute = dtype if dtype in _DTYPE_CODES else torch.float32

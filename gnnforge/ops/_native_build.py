@@ -10,7 +10,7 @@ with ctypes. It is compiled once per instruction-set *variant* the host can run:
     other:   native
 
 Which variant is fastest is not assumed: the widest vectors lose on some machines (a VM
-that hides AVX-512, a CPU whose 256-bit units are slow), so `_autotune` times them per
+that hides AVX-512, a CPU whose 256-bit units are slow), so `_calibration` times them per
 kernel class and remembers the winner. `load(variant)` returns one variant's library.
 
 Cache: `gnnforge.data.cache_dir()/native/`, one file per variant and key (a hash of the
@@ -43,7 +43,7 @@ from pathlib import Path
 
 from gnnforge.ops._native_abi import ABI_VERSION, PROTOTYPES
 
-__all__ = ["Variant", "available_variants", "build", "default_variant", "load",
+__all__ = ["Variant", "available_variants", "build", "default_variant", "isa_restriction", "load",
            "unavailable_reason"]
 
 _SOURCE_DIR = Path(__file__).with_name("_native_src")
@@ -109,6 +109,20 @@ def available_variants() -> tuple[Variant, ...]:
 
 # x86 variants from narrowest to widest; GNNFORGE_ISA names a ceiling among them.
 ISA_ORDER = ("sse2", "avx2", "avx512")
+
+
+def isa_restriction() -> str | None:
+    """The instruction-set ceiling from GNNFORGE_ISA, or None.
+
+    Raises:
+        ValueError: an unknown value (naming the accepted ones).
+    """
+    value = os.environ.get("GNNFORGE_ISA", "").strip().lower()
+    if not value:
+        return None
+    if value not in ISA_ORDER:
+        raise ValueError(f"GNNFORGE_ISA must be one of {ISA_ORDER}, got {value!r}")
+    return value
 
 
 def default_variant() -> str:

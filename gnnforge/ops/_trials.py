@@ -1,6 +1,6 @@
 """Kernel choice refined on the real input: cuDNN's benchmark mode for close kernel classes.
 
-The calibration (`_autotune`) times a kernel class's candidates on one representative
+The calibration (`_calibration`) times a kernel class's candidates on one representative
 graph. Where two candidates come out close, the real graph decides: its degree
 distribution, locality and size differ from the representative one (restricted to AVX2,
 R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
@@ -40,7 +40,8 @@ from typing import TypeVar
 
 import torch
 
-from gnnforge.ops import _autotune
+from gnnforge.ops import _calibration, _tuning_record
+from gnnforge.ops._kernel_class import KernelClass, representative_work
 
 __all__ = ["class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
 
@@ -65,10 +66,10 @@ Result = TypeVar("Result")
 GraphKey = tuple[int, ...]
 
 _lock = threading.Lock()
-SizeKey = tuple[_autotune.KernelClass, int]               # (class, size bucket)
+SizeKey = tuple[KernelClass, int]               # (class, size bucket)
 
 _settled: dict[SizeKey, str] = {}                          # no (more) trials: run this
-_by_graph: dict[tuple[_autotune.KernelClass, GraphKey], str] = {}
+_by_graph: dict[tuple[KernelClass, GraphKey], str] = {}
 _wins: dict[SizeKey, collections.Counter] = {}
 _results: list[dict] = []
 _clock = time.perf_counter
@@ -81,13 +82,13 @@ def enabled() -> bool:
     return not torch.are_deterministic_algorithms_enabled()
 
 
-def contenders(kernel_class: _autotune.KernelClass, work: int | None = None) -> list[str]:
+def contenders(kernel_class: KernelClass, work: int | None = None) -> list[str]:
     """The calibrated choice first, then the candidates whose calibrated best time was
     within `_CONTENDER_RATIO` of it (fastest first, at most `_MAX_CONTENDERS` in all);
     within `_FAR_CONTENDER_RATIO` when a call's `work` (gathered elements) is at least
     `_FAR_FACTOR` times above or below the calibration's."""
-    chosen = _autotune.choice(kernel_class)
-    entry = _autotune.measured_classes().get(kernel_class.key(), {})
+    chosen = _calibration.choice(kernel_class)
+    entry = _tuning_record.measured_classes().get(kernel_class.key(), {})
     times = entry.get("min_ms", {})
     if chosen not in times:
         return [chosen]
@@ -99,16 +100,16 @@ def contenders(kernel_class: _autotune.KernelClass, work: int | None = None) -> 
     return [chosen, *close][:_MAX_CONTENDERS]
 
 
-def _far_from_calibration(kernel_class: _autotune.KernelClass, work: int | None) -> bool:
+def _far_from_calibration(kernel_class: KernelClass, work: int | None) -> bool:
     """Whether a call gathering `work` elements is `_FAR_FACTOR` times above or below the
     class's calibration input (False when the call's work is not known)."""
     if work is None:
         return False
-    calibrated = _autotune.representative_work(kernel_class)
+    calibrated = representative_work(kernel_class)
     return max(work, 1) >= _FAR_FACTOR * calibrated or _FAR_FACTOR * max(work, 1) <= calibrated
 
 
-def run(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
+def run(kernel_class: KernelClass, graph: GraphKey, work: int,
         call: Callable[[str], Result]) -> Result:
     """`call(name)` for the candidate to run on `graph` (a key of its index arrays).
 
@@ -120,14 +121,14 @@ def run(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
         call: runs the named candidate and returns its result.
     """
     if not enabled():
-        return call(_autotune.choice(kernel_class))
+        return call(_calibration.choice(kernel_class))
     decided = _by_graph.get((kernel_class, graph))     # this graph's own trial first
     if decided is None:
         decided = _settled.get((kernel_class, size_bucket(work)))
     if decided is not None:
         return call(decided)
     if work < _MIN_WORK:
-        return call(_autotune.choice(kernel_class))
+        return call(_calibration.choice(kernel_class))
     with _lock:
         names = _names_for_new_graph(kernel_class, work)
     if len(names) == 1:
@@ -140,14 +141,14 @@ def size_bucket(work: int) -> int:
     return max(int(work), 1).bit_length() // 2
 
 
-def class_choice(kernel_class: _autotune.KernelClass, work: int) -> str:
+def class_choice(kernel_class: KernelClass, work: int) -> str:
     """What a call of `kernel_class` with `work` gathered elements, on a graph without
     its own decision, runs now: the trials' verdict for that size once there is one, else
     the calibrated choice."""
-    return _settled.get((kernel_class, size_bucket(work))) or _autotune.choice(kernel_class)
+    return _settled.get((kernel_class, size_bucket(work))) or _calibration.choice(kernel_class)
 
 
-def _names_for_new_graph(kernel_class: _autotune.KernelClass, work: int) -> list[str]:
+def _names_for_new_graph(kernel_class: KernelClass, work: int) -> list[str]:
     """The contenders to time on a new graph, or [the name to run] when none are left."""
     names = contenders(kernel_class, work)
     if len(names) == 1:
@@ -163,7 +164,7 @@ def _settle_if_done(size: SizeKey, names: list[str]) -> None:
         _settled[size] = max(names, key=lambda name: (wins[name], -names.index(name)))
 
 
-def _trial(kernel_class: _autotune.KernelClass, graph: GraphKey, work: int,
+def _trial(kernel_class: KernelClass, graph: GraphKey, work: int,
            names: list[str], call: Callable[[str], Result]) -> Result:
     """Time each of `names` on the real input; record and return the winner's result.
 

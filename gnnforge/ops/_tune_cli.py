@@ -15,7 +15,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gnnforge.ops._autotune import machine_fingerprint, measured_classes, record_path, tune
+    from gnnforge.ops._calibration import tune
+    from gnnforge.ops._tuning_record import machine_fingerprint, measured_classes, record_path
 
     start = time.perf_counter()
     tune(force=args.force, progress=getattr(args, "progress", None) is not False)

@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from gnnforge.graph import Graph
 from gnnforge.plan._candidates import default_composition, is_valid_plan
 from gnnforge.plan._decide import in_doubt
-from gnnforge.plan._execute import Structure
+from gnnforge.plan._execute import Structure, evaluate
 from gnnforge.plan._faults import page_fault_seconds
 from gnnforge.plan._features import graph_features
 from gnnforge.plan._fingerprint import current_fingerprint, fingerprint_is_read, mismatches
@@ -444,9 +444,21 @@ def _fixed_plan(layer: nn.Module, expression: Node) -> Composition | None:
 
 
 def run_plan(layer: nn.Module, expression: Node, structure: Structure,
-             leaves: dict[str, Tensor], run: Any) -> Tensor:
-    """Run the layer's plan: `run(plan, leaves)` with the plan its `plan` names, or, for
-    "auto", the one planned (or being measured) for this call's key."""
+             leaves: dict[str, Tensor], attention_dropout: float = 0.0) -> Tensor:
+    """The planner's one entry: the value of `layer`'s `expression` on `structure` with
+    `leaves`, under the composition the layer's `plan` names, or, for "auto", the one
+    planned (or being measured) for this call's graph, dtype, width, device and mode.
+
+    Args:
+        layer: the planned layer (its `plan`, `training` and per-key plans).
+        expression: the layer's matrix expression (`gnnforge.plan._expressions`).
+        structure: what the layer derived from the graph (`gnnforge.nn._graph_structure`).
+        leaves: the expression's leaf tensors by name ("X" [N, I], weights, ...).
+        attention_dropout: dropout on attention weights (GAT), in training only.
+    """
+    def run(plan: Composition, inputs: dict[str, Tensor]) -> Tensor:
+        return evaluate(plan, structure, inputs, attention_dropout)
+
     fixed = _fixed_plan(layer, expression)
     if fixed is not None:
         return run(fixed, leaves)

@@ -1,9 +1,11 @@
 """Layer-level timing of candidate plans, and the decision margin measured from it.
 
 The cost models are trained per primitive; what a decision needs is the ratio of two
-plans' costs. `decision_errors` measures predicted against measured ratios on graphs the
-models never saw, and `decision_margin` turns them into the predicted gain `choose`
-requires before it leaves the default plan.
+plans' costs. `gnnforge._plan_calibration.decision_errors` measures predicted against
+measured ratios on graphs the models never saw (timing the library's layers with
+`time_plans`), and `decision_margin` turns them into the predicted gain `choose` requires
+before it leaves the default plan. This module times whatever layer it is given: it
+imports no layer (gnnforge.nn sits above the planner).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,9 +22,8 @@ from torch import nn
 
 from gnnforge.plan._primitives import Composition
 
-__all__ = ["CALIBRATION_WIDTHS", "CAUTION_QUANTILE", "decision_errors",
-           "decision_margin", "decision_rule", "layer_iteration", "layer_overheads",
-           "rule_losses", "time_plans"]
+__all__ = ["CALIBRATION_WIDTHS", "CAUTION_QUANTILE", "decision_margin", "decision_rule",
+           "half_difference", "layer_iteration", "rule_losses", "seconds", "time_plans"]
 
 CALIBRATION_WIDTHS = ((32, 256), (256, 32), (256, 256), (64, 1024), (1024, 64))
 # The decision rule's lower bound is one-sided at this quantile of the calibration's
@@ -48,7 +49,8 @@ def layer_iteration(layer: nn.Module, graph: Any, x: torch.Tensor,
     return train
 
 
-def _seconds(run: Callable[[], None]) -> float:
+def seconds(run: Callable[[], None]) -> float:
+    """Wall seconds of one call of `run`."""
     start = time.perf_counter()
     run()
     return time.perf_counter() - start
@@ -87,7 +89,7 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
     try:
         for plan in plans:
             layer.plan = plan
-            first[plan] = _seconds(run)
+            first[plan] = seconds(run)
         rounds, spent = 0, 0.0
         while rounds < samples or (spent < min_seconds and rounds < max_samples):
             shift = rounds % len(plans)  # rotate, so no plan always runs first
@@ -95,7 +97,7 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
                 layer.plan = plan
                 for _ in range(settle):
                     run()
-                times[plan].append(_seconds(run))
+                times[plan].append(seconds(run))
                 spent += times[plan][-1]
             rounds += 1
     finally:
@@ -103,93 +105,7 @@ def time_plans(layer: nn.Module, graph: Any, x: torch.Tensor, training: bool,
     return first, times
 
 
-def _layers(widths: tuple[int, int]) -> list[nn.Module]:
-    from gnnforge.nn import GATConv, GCNConv, SAGEConv  # nn imports the planner: on use
-
-    return [GCNConv(*widths), GATConv(*widths, heads=1), SAGEConv(*widths)]
-
-
-def layer_overheads(samples: int = 21) -> dict[str, dict[str, float]]:
-    """Fixed seconds of one layer call, whatever the plan: each planned layer's default
-    plan on a 2-node graph at width 1 (argument checks, the plan lookup, Python and
-    autograd bookkeeping), median of `samples` runs per mode.
-
-    Per-primitive models price each call's own fixed cost, not this per-layer one; it
-    is the same for every candidate, so it never changes which plan is cheapest, but it
-    shrinks predicted gains to what they are on small graphs, where it is a large share
-    of an iteration (what the decision margin is compared with).
-    """
-    from gnnforge.graph import Graph
-    from gnnforge.nn import (GATConv, GATv2Conv, GCNConv, GINConv, RGCNConv, SAGEConv, SGConv,
-                             TAGConv)
-
-    # typed for RGCN (the other layers ignore edge types)
-    graph = Graph(torch.tensor([0, 1]), torch.tensor([1, 0]), 2, edge_type=torch.tensor([0, 0]))
-    out: dict[str, dict[str, float]] = {}
-    for make in (lambda: GCNConv(1, 1), lambda: GATConv(1, 1), lambda: GATv2Conv(1, 1),
-                 lambda: SGConv(1, 1, K=2), lambda: TAGConv(1, 1, K=3),
-                 lambda: SAGEConv(1, 1), lambda: GINConv(nn.Linear(1, 1)),
-                 lambda: RGCNConv(1, 1, num_relations=1)):
-        layer = make()
-        layer.plan = "default"  # the fixed cost of a call, not of planning one
-        modes = {}
-        for training in (False, True):
-            layer.train(training)
-            x = torch.randn(2, 1, requires_grad=training)
-            run = layer_iteration(layer, graph, x, training)
-            run()
-            modes["train" if training else "infer"] = statistics.median(
-                _seconds(run) for _ in range(samples))
-        out[type(layer).__name__] = modes
-    return out
-
-
-def decision_errors(cost_model: Any, graphs: Iterable[tuple[str, Any]],
-                    widths: Sequence[tuple[int, int]] = CALIBRATION_WIDTHS,
-                    samples: int = 5, seed: int = 0, progress: bool = True,
-                    min_seconds: float = 0.5) -> list[dict]:
-    """Predicted vs measured gain of every non-default candidate over the default.
-
-    For each graph x width pair x {inference, training} x {GCN, GAT, SAGE}, every candidate the
-    planner would cost is timed (`time_plans`, median of `samples`) and predicted by
-    `cost_model`; a record holds log(predicted default / candidate) and log(measured
-    default / candidate). The graphs must be ones the cost model was not trained on.
-    """
-    from tqdm import tqdm
-
-    from gnnforge.plan._optimize import layer_candidates, optimize
-
-    torch.manual_seed(seed)
-    configs = [(name, graph, w, t) for name, graph in graphs for w in widths
-               for t in (False, True)]
-    records = []
-    for name, graph, w, training in tqdm(configs, desc="calibrate", disable=not progress):
-        x = torch.randn(graph.num_nodes, w[0], requires_grad=training)
-        for layer in _layers(w):
-            layer.train(training)
-            plans = layer_candidates(layer)
-            if len(plans) < 2:
-                continue
-            layer_iteration(layer, graph, x, training)()  # warm-up
-            _, times = time_plans(layer, graph, x, training, plans, samples, min_seconds)
-            decision = optimize(layer, graph, training=training, cost_model=cost_model,
-                                margin=0.0, caution=0.0, apply=False).decisions[0]
-            predicted = dict(decision.costs)
-            spread = dict(zip(plans, decision.spreads))
-            measured = {p: statistics.median(t) for p, t in times.items()}
-            default = plans[0]
-            for plan in plans[1:]:
-                records.append(dict(
-                    graph=name, layer=type(layer).__name__, widths=list(w), training=training,
-                    plan=str(plan), default=str(default),
-                    predicted_gain=math.log(predicted[default] / predicted[plan]),
-                    spread=spread[plan],
-                    measured_gain=math.log(measured[default] / measured[plan]),
-                    timing_noise=_half_difference(times[default], times[plan])))
-    return records
-
-
-def _half_difference(default: list[float], plan: list[float]) -> float:
+def half_difference(default: list[float], plan: list[float]) -> float:
     """|gain measured on the odd rounds - gain measured on the even rounds|: how well the
     timings resolve this gain (0 with fewer than 2 rounds)."""
     if min(len(default), len(plan)) < 2:

@@ -31,7 +31,7 @@ class Structure:
     """A graph prepared for a layer: the kernel-protocol object and GCN's D^-1/2 factors.
 
     Prepared once per graph and shared by every layer that runs on it
-    (`gnnforge.nn._planned.prepared_structure`), so what is derived from the graph alone
+    (`gnnforge.nn._graph_structure.prepared_structure`), so what is derived from the graph alone
     (self-loops, degrees, GCN's edge normalisation, the planner's graph features) is
     computed once per graph, not once per layer and epoch: PyG's `cached=True`, made
     safe by keying on the graph object.

@@ -8,7 +8,7 @@ import torch
 import gnnforge.ops as ops
 from ._backends import DEFAULT_CPU
 from .conftest import random_graph
-from gnnforge.ops._generic import _arrays
+from gnnforge.ops._graph_arrays import graph_arrays as _arrays
 
 
 @pytest.fixture

@@ -15,8 +15,16 @@ import pytest
 import torch
 
 import gnnforge
-from gnnforge.ops import _autotune, _trials
-from gnnforge.ops._autotune import KernelClass
+from gnnforge.ops import (
+    _auto_kernels,
+    _calibration,
+    _cpu_kernels,
+    _kernel_class,
+    _native_build,
+    _trials,
+    _tuning_record,
+)
+from gnnforge.ops._kernel_class import KernelClass
 from tests._timeouts import SUBPROCESS_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,9 +35,9 @@ SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
 def fresh_cache(tmp_path, monkeypatch):
     """A private cache folder and a process view that has read no record yet."""
     monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
-    _autotune.forget()
+    _auto_kernels.forget()
     yield tmp_path
-    _autotune.forget()
+    _auto_kernels.forget()
 
 
 def _spin(seconds: float) -> None:
@@ -51,7 +59,7 @@ def _fake_runners(monkeypatch, seconds: dict[str, float]) -> list[str]:
         return run
 
     monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
-    monkeypatch.setattr(_autotune, "candidates", lambda kernel_class: list(seconds))
+    monkeypatch.setattr(_cpu_kernels, "candidates", lambda kernel_class: list(seconds))
     return calls
 
 
@@ -59,8 +67,8 @@ def test_the_measured_fastest_candidate_wins_even_when_it_is_the_narrowest(fresh
                                                                            monkeypatch):
     # A machine where AVX2 loses to SSE2 (issue 14's VM): the choice follows the clock.
     _fake_runners(monkeypatch, {"native:sse2": 0.001, "native:avx2": 0.004, "numba": 0.003})
-    assert _autotune.choice(SUM64) == "native:sse2"
-    entry = _autotune.measured_classes()[SUM64.key()]
+    assert _calibration.choice(SUM64) == "native:sse2"
+    entry = _tuning_record.measured_classes()[SUM64.key()]
     assert entry["choice"] == "native:sse2"
     assert set(entry["min_ms"]) == {"native:sse2", "native:avx2", "numba"}
     assert entry["min_ms"]["native:avx2"] > entry["min_ms"]["native:sse2"]
@@ -68,67 +76,67 @@ def test_the_measured_fastest_candidate_wins_even_when_it_is_the_narrowest(fresh
 
 def test_a_recorded_choice_is_read_back_without_timing(fresh_cache, monkeypatch):
     calls = _fake_runners(monkeypatch, {"numba": 0.002, "native:sse2": 0.0005})
-    assert _autotune.choice(SUM64) == "native:sse2"
+    assert _calibration.choice(SUM64) == "native:sse2"
     measured = len(calls)
-    _autotune.forget()                      # as a new process would start
-    assert _autotune.choice(SUM64) == "native:sse2"
+    _auto_kernels.forget()                      # as a new process would start
+    assert _calibration.choice(SUM64) == "native:sse2"
     assert len(calls) == measured
-    assert _autotune.kernel_choices() == {SUM64.key(): "native:sse2"}
+    assert _tuning_record.kernel_choices() == {SUM64.key(): "native:sse2"}
 
 
 def test_a_corrupt_record_is_measured_again_with_one_warning(fresh_cache, monkeypatch):
     _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
-    path = _autotune.record_path()
+    path = _tuning_record.record_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
     with pytest.warns(RuntimeWarning, match="unreadable or stale"):
-        assert _autotune.choice(SUM64) == "numba"
+        assert _calibration.choice(SUM64) == "numba"
     assert json.loads(path.read_text())["classes"][SUM64.key()]["choice"] == "numba"
 
 
 def test_a_record_from_another_machine_is_measured_again(fresh_cache, monkeypatch):
     _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
-    path = _autotune.record_path()
+    path = _tuning_record.record_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    foreign = dict(_autotune.machine_fingerprint(), cpu_model="Another CPU")
+    foreign = dict(_tuning_record.machine_fingerprint(), cpu_model="Another CPU")
     path.write_text(json.dumps({"fingerprint": foreign,
                                 "classes": {SUM64.key(): {"choice": "native:sse2"}}}))
     with pytest.warns(RuntimeWarning, match="another machine"):
-        assert _autotune.choice(SUM64) == "numba"
+        assert _calibration.choice(SUM64) == "numba"
 
 
 def test_the_isa_restriction_limits_native_variants_and_keys_its_own_record(fresh_cache,
                                                                             monkeypatch):
-    unrestricted = _autotune.record_path()
+    unrestricted = _tuning_record.record_path()
     monkeypatch.setenv("GNNFORGE_ISA", "sse2")
-    names = _autotune.candidates(SUM64)
+    names = _cpu_kernels.candidates(SUM64)
     assert [name for name in names if name.startswith("native:")] in ([], ["native:sse2"])
     assert "numba" in names and "mkl" in names
-    assert _autotune.record_path() != unrestricted
+    assert _tuning_record.record_path() != unrestricted
     monkeypatch.setenv("GNNFORGE_ISA", "avx9")
     with pytest.raises(ValueError, match="GNNFORGE_ISA must be one of"):
-        _autotune.candidates(SUM64)
+        _cpu_kernels.candidates(SUM64)
 
 
 def test_single_candidate_classes_are_not_timed(fresh_cache, monkeypatch):
     calls = _fake_runners(monkeypatch, {"numba": 0.001})
     # g-SpMM with dot has only numba's kernel (the native library has add and mul).
-    assert _autotune.choice(KernelClass("dot", "sum", "float32", "int32", 0)) == "numba"
+    assert _calibration.choice(KernelClass("dot", "sum", "float32", "int32", 0)) == "numba"
     assert calls == []
 
 
 def test_width_classes_follow_row_bytes():
-    assert [_autotune.width_class(width, torch.float32) for width in (1, 15, 16, 63, 64, 255,
+    assert [_kernel_class.width_class(width, torch.float32) for width in (1, 15, 16, 63, 64, 255,
                                                                        256, 4096)] == \
         [0, 0, 1, 1, 2, 2, 3, 3]
-    assert _autotune.width_class(32, torch.float64) == 2
+    assert _kernel_class.width_class(32, torch.float64) == 2
 
 
 def test_real_calibration_picks_a_candidate_that_computes_the_reference(fresh_cache):
     graph_class = KernelClass("copy_lhs", "mean", "float32", "int64", 1)
-    winner = _autotune.choice(graph_class)
-    assert winner in _autotune.candidates(graph_class)
-    entry = _autotune.measured_classes()[graph_class.key()]
+    winner = _calibration.choice(graph_class)
+    assert winner in _cpu_kernels.candidates(graph_class)
+    entry = _tuning_record.measured_classes()[graph_class.key()]
     assert all(ms > 0 for ms in entry["min_ms"].values())
 
 
@@ -153,10 +161,10 @@ def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
 def test_concurrent_processes_keep_one_valid_record(tmp_path):
     script = (
         "import sys\n"
-        "from gnnforge.ops import _autotune\n"
-        "from gnnforge.ops._autotune import KernelClass\n"
+        "from gnnforge.ops import _calibration\n"
+        "from gnnforge.ops._kernel_class import KernelClass\n"
         "width = int(sys.argv[1])\n"
-        "_autotune.choice(KernelClass('copy_lhs', 'sum', 'float32', 'int32', width))\n"
+        "_calibration.choice(KernelClass('copy_lhs', 'sum', 'float32', 'int32', width))\n"
     )
     # Without the native library (its build in a fresh cache would dominate): numba and mkl.
     env = dict(os.environ, PYTHONPATH=str(REPO), GNNFORGE_CACHE=str(tmp_path),
@@ -190,41 +198,41 @@ def _copy_native_libraries(target: Path) -> None:
 def test_doctor_lists_measured_classes(tmp_path, monkeypatch):
     _copy_native_libraries(tmp_path)  # before the cache moves there
     monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
-    _autotune.forget()
+    _auto_kernels.forget()
     try:
         _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.002})
         report = gnnforge.doctor()
         assert "no kernel class measured yet" in report
         assert "native kernel library:" in report
-        _autotune.choice(SUM64)
+        _calibration.choice(SUM64)
         report = gnnforge.doctor()
         assert SUM64.key() in report and "-> numba" in report
     finally:
-        _autotune.forget()
+        _auto_kernels.forget()
 
 
 def test_streaming_calls_are_their_own_class_keyed_and_read_back(fresh_cache, monkeypatch):
-    monkeypatch.setattr(_autotune, "last_level_cache_bytes", lambda: 1000)
-    assert _autotune.size_class(10 * 16 * 4) == _autotune._FITS
-    assert _autotune.size_class(100 * 16 * 4) == _autotune._STREAMS
-    streaming = SUM64._replace(size=_autotune._STREAMS)
+    monkeypatch.setattr(_kernel_class, "last_level_cache_bytes", lambda: 1000)
+    assert _kernel_class.size_class(10 * 16 * 4) == _kernel_class.FITS
+    assert _kernel_class.size_class(100 * 16 * 4) == _kernel_class.STREAMS
+    streaming = SUM64._replace(size=_kernel_class.STREAMS)
     assert streaming.key() == SUM64.key() + ".stream"
-    assert _autotune._parse_key(streaming.key()) == streaming
-    assert _autotune._parse_key(SUM64.key()) == SUM64
-    nodes, edges = _autotune.representative_size(streaming)
-    assert (nodes, edges) != _autotune.representative_size(SUM64) and edges == 2 * nodes
+    assert _kernel_class.parse_key(streaming.key()) == streaming
+    assert _kernel_class.parse_key(SUM64.key()) == SUM64
+    nodes, edges = _kernel_class.representative_size(streaming)
+    assert (nodes, edges) != _kernel_class.representative_size(SUM64) and edges == 2 * nodes
     calls = _fake_runners(monkeypatch, {"numba": 0.0, "native:sse2": 0.003})
-    assert _autotune.choice(streaming) == "numba"
-    assert set(_autotune.kernel_choices()) == {streaming.key()}
+    assert _calibration.choice(streaming) == "numba"
+    assert set(_tuning_record.kernel_choices()) == {streaming.key()}
     assert calls  # measured, not guessed
 
 
 def test_clearly_slower_candidates_leave_the_race(fresh_cache, monkeypatch):
     calls = _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.02})
-    assert _autotune.choice(SUM64) == "numba"
+    assert _calibration.choice(SUM64) == "numba"
     # warm-up and two rounds for the slow one; the fast one runs every round
     assert calls.count("native:sse2") == 3 and calls.count("numba") >= 4
-    entry = _autotune.measured_classes()[SUM64.key()]
+    entry = _tuning_record.measured_classes()[SUM64.key()]
     assert set(entry["min_ms"]) == {"numba", "native:sse2"}
 
 
@@ -268,9 +276,9 @@ def test_sddmm_is_chosen_by_measurement_and_equals_the_reference(fresh_cache, op
         actual = ops.gsddmm(graph, op, x, y, "u", "v")
     torch.testing.assert_close(actual, expected)
     # the public layer computes sub as add with the right operand negated
-    (key, entry), = _autotune.measured_classes().items()
+    (key, entry), = _tuning_record.measured_classes().items()
     assert key.startswith(f"sddmm_{'add' if op == 'sub' else op}.-.float32.")
-    assert entry["choice"] in _autotune.candidates(_autotune._parse_key(key))
+    assert entry["choice"] in _cpu_kernels.candidates(_kernel_class.parse_key(key))
 
 
 def test_per_head_edge_weights_are_their_own_class(fresh_cache):
@@ -285,7 +293,7 @@ def test_per_head_edge_weights_are_their_own_class(fresh_cache):
     with ops.use_backend("auto"):
         actual = ops.u_mul_e_sum(graph, x, weights)
     torch.testing.assert_close(actual, expected)
-    keys = list(_autotune.measured_classes())
+    keys = list(_tuning_record.measured_classes())
     assert any(key.startswith("mul_heads.sum.float32.") for key in keys), keys
 
 
@@ -294,14 +302,14 @@ def test_per_head_edge_weights_are_their_own_class(fresh_cache):
 def test_per_head_classes_are_keyed_by_one_heads_row(heads, depth, key, monkeypatch):
     # 8 heads of 8 and 4 heads of 16 are 64 floats a node either way, but the AVX-512
     # build ran the first 5x slower than the SSE2 one and the second 1.7x faster.
-    from gnnforge.ops import _candidates
+    from gnnforge.ops import _auto_kernels
 
     seen = []
     monkeypatch.setattr(_trials, "run", lambda kernel_class, *args: seen.append(kernel_class)
                         or (torch.zeros(1), torch.zeros(0), torch.zeros(0)))
     rowptr, col = torch.tensor([0, 1], dtype=torch.int32), torch.tensor([0], dtype=torch.int32)
     x, weights = torch.randn(1, heads, depth), torch.rand(1, heads, 1)
-    _candidates.gspmm_auto(rowptr, col, torch.zeros(1, dtype=torch.int32), x, weights,
+    _auto_kernels.gspmm_auto(rowptr, col, torch.zeros(1, dtype=torch.int32), x, weights,
                            "mul", "sum")
     (kernel_class,) = seen
     assert kernel_class.primitive == "mul_heads" and kernel_class.key().endswith(key)
@@ -311,17 +319,17 @@ def test_per_head_calibration_input_has_one_heads_row_of_the_class_width():
     from gnnforge.ops import _calibration_inputs
 
     for width_class, (heads, depth) in enumerate([(8, 8), (8, 16), (8, 64), (2, 256)]):
-        kernel_class = _autotune.KernelClass("mul_heads", "sum", "float32", "int32", width_class)
-        assert _autotune.calibration_heads(kernel_class) == heads
+        kernel_class = KernelClass("mul_heads", "sum", "float32", "int32", width_class)
+        assert _kernel_class.calibration_heads(kernel_class) == heads
         run = _calibration_inputs.runner("numba", kernel_class)
         out, _, _ = run()
         assert out.shape[1:] == (heads, depth)
-        nodes, edges = _autotune.representative_size(kernel_class)
-        assert _autotune.representative_work(kernel_class) == edges * heads * depth
+        nodes, edges = _kernel_class.representative_size(kernel_class)
+        assert _kernel_class.representative_work(kernel_class) == edges * heads * depth
 
 
 class _FakeClocks:
-    """perf_counter / process_time for `_autotune`: each call of a fake kernel advances the
+    """perf_counter / process_time for `_calibration`: each call of a fake kernel advances the
     wall clock by its time and the CPU clock by its time x the share it ran."""
 
     def __init__(self):
@@ -336,8 +344,8 @@ def _clocked_runners(monkeypatch, plans: dict[str, list[tuple[float, float]]]):
     """Candidates whose successive calls take (seconds, running share) from `plans`
     (the last entry repeats); returns the calls made per candidate."""
     clocks, calls = _FakeClocks(), {name: 0 for name in plans}
-    monkeypatch.setattr(_autotune.time, "perf_counter", lambda: clocks.wall)
-    monkeypatch.setattr(_autotune.time, "process_time", lambda: clocks.cpu)
+    monkeypatch.setattr(_calibration.time, "perf_counter", lambda: clocks.wall)
+    monkeypatch.setattr(_calibration.time, "process_time", lambda: clocks.cpu)
 
     def runner(name, kernel_class):
         def run():
@@ -347,7 +355,7 @@ def _clocked_runners(monkeypatch, plans: dict[str, list[tuple[float, float]]]):
         return run
 
     monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
-    monkeypatch.setattr(_autotune, "candidates", lambda kernel_class: list(plans))
+    monkeypatch.setattr(_cpu_kernels, "candidates", lambda kernel_class: list(plans))
     return calls
 
 
@@ -357,22 +365,22 @@ def test_a_descheduled_call_is_timed_again_and_does_not_decide(fresh_cache, monk
     plans = {"numba": [(0.001, 1.0), (0.008, 0.05), (0.001, 1.0)],
              "native:sse2": [(0.002, 1.0)]}
     calls = _clocked_runners(monkeypatch, plans)
-    assert _autotune.choice(SUM64) == "numba"
-    entry = _autotune.measured_classes()[SUM64.key()]
+    assert _calibration.choice(SUM64) == "numba"
+    entry = _tuning_record.measured_classes()[SUM64.key()]
     assert entry["min_ms"]["numba"] == pytest.approx(1.0)
     assert entry["median_ms"]["numba"] == pytest.approx(1.0)  # the 8 ms call not kept
     assert entry["descheduled_runs"] == 0
-    assert calls["numba"] == 1 + 1 + _autotune._ROUNDS  # warm-up, the retried call, rounds
+    assert calls["numba"] == 1 + 1 + _calibration._ROUNDS  # warm-up, the retried call, rounds
 
 
 def test_calls_descheduled_every_time_are_counted_and_named_by_doctor(fresh_cache,
                                                                       monkeypatch):
     plans = {"numba": [(0.008, 0.05)], "native:sse2": [(0.008, 0.05)]}
     calls = _clocked_runners(monkeypatch, plans)
-    _autotune.choice(SUM64)
-    entry = _autotune.measured_classes()[SUM64.key()]
-    assert entry["descheduled_runs"] == 2 * _autotune._ROUNDS
-    assert calls["numba"] == 1 + _autotune._ROUNDS * (_autotune._RETRIES + 1)
+    _calibration.choice(SUM64)
+    entry = _tuning_record.measured_classes()[SUM64.key()]
+    assert entry["descheduled_runs"] == 2 * _calibration._ROUNDS
+    assert calls["numba"] == 1 + _calibration._ROUNDS * (_calibration._RETRIES + 1)
     monkeypatch.undo()  # the real clocks again for doctor
     monkeypatch.setenv("GNNFORGE_CACHE", str(fresh_cache))
     text = gnnforge.doctor()
@@ -382,10 +390,10 @@ def test_calls_descheduled_every_time_are_counted_and_named_by_doctor(fresh_cach
 def test_tune_force_measures_every_recorded_class_again(fresh_cache, monkeypatch):
     first_use = KernelClass("mul", "sum", "float64", "int64", 1)
     _fake_runners(monkeypatch, {"numba": 0.0005, "native:sse2": 0.001})
-    _autotune.choice(first_use)                 # measured on first use, not a common class
-    assert first_use not in _autotune.common_classes()
+    _calibration.choice(first_use)                 # measured on first use, not a common class
+    assert first_use not in _calibration.common_classes()
     measured: list[KernelClass] = []
-    real = _autotune._calibrate
-    monkeypatch.setattr(_autotune, "_calibrate", lambda c: measured.append(c) or real(c))
-    _autotune.tune(classes=None, force=True)
-    assert first_use in measured and set(_autotune.common_classes()) <= set(measured)
+    real = _calibration._calibrate
+    monkeypatch.setattr(_calibration, "_calibrate", lambda c: measured.append(c) or real(c))
+    _calibration.tune(classes=None, force=True)
+    assert first_use in measured and set(_calibration.common_classes()) <= set(measured)

@@ -296,6 +296,7 @@ def test_float32_winners_past_32_bit_lanes_go_to_numba(monkeypatch, op):
     # call must not truncate them. The limit is lowered so a small graph crosses it.
     import gnnforge.ops._cpu as cpu
     import gnnforge.ops._native as native
+    from gnnforge.ops._cpu_kernels import fixed_spmm
 
     graph = _hub_graph(5)
     rowptr, col, eids = graph.csr(torch.int64)
@@ -305,7 +306,7 @@ def test_float32_winners_past_32_bit_lanes_go_to_numba(monkeypatch, op):
     calls = []
     monkeypatch.setattr(native, "_FLOAT32_WINNER_LIMIT", 10)
     monkeypatch.setattr(cpu, "gspmm_cpu", lambda *args: calls.append(args) or expected)
-    out, arg_lhs, arg_rhs = native.gspmm_native(rowptr, col, eids, x, e, op, "max", True)
+    out, arg_lhs, arg_rhs = fixed_spmm("native")(rowptr, col, eids, x, e, op, "max", True)
     assert len(calls) == 1 and out is expected[0]
     monkeypatch.setattr(native, "_FLOAT32_WINNER_LIMIT", 2**31 - 1)
     direct = native.gspmm_native(rowptr, col, eids, x, e, op, "max", True)

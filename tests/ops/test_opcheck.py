@@ -15,7 +15,7 @@ from ._backends import CPU_FAST, NATIVE, backends_for
 from .conftest import random_graph
 from gnnforge.graph import Graph
 import gnnforge.nn  # noqa: F401  (registers the fused GINE and embedding-sum ops)
-from gnnforge.ops._generic import _arrays
+from gnnforge.ops._graph_arrays import graph_arrays as _arrays
 
 BACKENDS = [*CPU_FAST, "torch"]
 SPMM_CASES = [(op, reduce)

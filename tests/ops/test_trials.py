@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnnforge.ops import _autotune, _trials
-from gnnforge.ops._autotune import KernelClass
+from gnnforge.ops import _auto_kernels, _calibration, _kernel_class, _trials, _tuning_record
+from gnnforge.ops._kernel_class import KernelClass
 
 SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
 BIG = 2**23          # work above _MIN_WORK, the calibration input's size for SUM64
@@ -19,8 +19,8 @@ def calibrated(monkeypatch):
     candidates that advance a fake clock by their real-input cost; returns the call log."""
     _trials.forget()
     monkeypatch.delenv("GNNFORGE_KERNEL_TRIALS", raising=False)
-    monkeypatch.setattr(_autotune, "choice", lambda kernel_class: "numba")
-    monkeypatch.setattr(_autotune, "measured_classes", lambda: {SUM64.key(): {
+    monkeypatch.setattr(_calibration, "choice", lambda kernel_class: "numba")
+    monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
         "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 1.2, "mkl": 5.0}}})
     now = [0.0]
     monkeypatch.setattr(_trials, "_clock", lambda: now[0])
@@ -131,7 +131,7 @@ def test_small_calls_run_the_calibrated_choice_untimed(calibrated):
 
 def test_a_clear_calibration_is_not_timed_again(calibrated, monkeypatch):
     calls, runner = calibrated
-    monkeypatch.setattr(_autotune, "measured_classes", lambda: {SUM64.key(): {
+    monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
         "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 2.5}}})
     result = _trials.run(SUM64, (4,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
     assert result.ran == "numba"
@@ -140,9 +140,9 @@ def test_a_clear_calibration_is_not_timed_again(calibrated, monkeypatch):
 
 def test_a_call_far_from_the_calibration_size_times_more_contenders(calibrated, monkeypatch):
     calls, runner = calibrated
-    monkeypatch.setattr(_autotune, "measured_classes", lambda: {SUM64.key(): {
+    monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
         "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 2.5, "mkl": 5.0}}})
-    calibrated_work = _autotune.representative_work(SUM64)
+    calibrated_work = _kernel_class.representative_work(SUM64)
     far = _trials._FAR_FACTOR * calibrated_work
     assert _trials.contenders(SUM64, calibrated_work) == ["numba"]
     assert _trials.contenders(SUM64, far) == ["numba", "native:sse2"]
@@ -157,13 +157,13 @@ def test_a_call_far_from_the_calibration_size_times_more_contenders(calibrated, 
 
 
 def test_representative_work_is_edges_times_the_representative_width():
-    nodes, edges = _autotune.representative_size(SUM64)
-    assert _autotune.representative_work(SUM64) == edges * 64           # 256-byte float32 rows
+    nodes, edges = _kernel_class.representative_size(SUM64)
+    assert _kernel_class.representative_work(SUM64) == edges * 64           # 256-byte float32 rows
     doubles = SUM64._replace(dtype="float64")
-    assert _autotune.representative_work(doubles) == edges * 32
+    assert _kernel_class.representative_work(doubles) == edges * 32
     streaming = SUM64._replace(size=1)
-    assert _autotune.representative_work(streaming) == \
-        _autotune.representative_size(streaming)[1] * 64
+    assert _kernel_class.representative_work(streaming) == \
+        _kernel_class.representative_size(streaming)[1] * 64
 
 
 def test_after_a_few_graphs_new_graphs_run_the_most_frequent_winner(calibrated):
@@ -220,9 +220,9 @@ def every_candidate_contends(tmp_path, monkeypatch):
     monkeypatch.delenv("GNNFORGE_KERNEL_TRIALS", raising=False)
     monkeypatch.setattr(_trials, "_CONTENDER_RATIO", float("inf"))
     monkeypatch.setattr(_trials, "_MAX_CONTENDERS", 8)
-    _autotune.forget()
+    _auto_kernels.forget()
     yield
-    _autotune.forget()
+    _auto_kernels.forget()
 
 
 def _graph(nodes: int, edges: int, seed: int):

@@ -284,7 +284,7 @@ def test_edge_softmax_second_derivative():
 
 
 def test_edge_softmax_custom_ops_pass_opcheck():
-    from gnnforge.ops._generic import _arrays
+    from gnnforge.ops._graph_arrays import graph_arrays as _arrays
     from gnnforge.ops._triton._edge_softmax import softmax_grad_op, softmax_op
     graph = _graph(33, num_edges=8, square=True)
     arrays = _arrays(graph, None, True, True)
@@ -367,7 +367,7 @@ OPCHECK_SPMM = [
                          ids=lambda value: str(value))
 def test_spmm_custom_op_passes_opcheck(op, reduce, lhs_shape, rhs_shape):
     from gnnforge.ops._custom_ops import spmm_op
-    from gnnforge.ops._generic import _arrays
+    from gnnforge.ops._graph_arrays import graph_arrays as _arrays
     graph = _graph(43, num_edges=8)
     arrays = _arrays(graph, torch.int64, True, True)
     x = _leaf(graph.num_src_nodes, lhs_shape, torch.float32, 1)
@@ -378,7 +378,7 @@ def test_spmm_custom_op_passes_opcheck(op, reduce, lhs_shape, rhs_shape):
 @pytest.mark.parametrize("op", ["dot", "add"])             # u_dot_v, u_add_v
 def test_sddmm_custom_op_passes_opcheck(op):
     from gnnforge.ops._custom_ops import sddmm_op
-    from gnnforge.ops._generic import _arrays
+    from gnnforge.ops._graph_arrays import graph_arrays as _arrays
     graph = _graph(44, num_edges=8)
     arrays = _arrays(graph, None, True, True)
     x = _leaf(graph.num_src_nodes, (2, 3), torch.float32, 3)

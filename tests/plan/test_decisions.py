@@ -13,14 +13,8 @@ from gnnforge.data import grid_2d, rmat
 from gnnforge.graph import Graph
 from gnnforge.nn import GATConv, GCNConv
 from gnnforge.plan import candidates, choose, default_composition, layer_candidates, optimize
-from gnnforge.plan._calibrate import (
-    decision_errors,
-    decision_margin,
-    decision_rule,
-    layer_overheads,
-    rule_losses,
-    time_plans,
-)
+from gnnforge._plan_calibration import decision_errors, layer_overheads
+from gnnforge.plan._calibrate import decision_margin, decision_rule, rule_losses, time_plans
 from gnnforge.plan._decide import gain_spread
 from gnnforge.plan._explain import LAYER_EXPRESSIONS
 from gnnforge.plan._prune import regime_of
@@ -397,7 +391,7 @@ def test_shipped_models_choices_compute_the_default_results(training):
 
 
 def test_timing_noise_is_the_odd_even_difference_of_the_gain():
-    from gnnforge.plan._calibrate import _half_difference
+    from gnnforge.plan._calibrate import half_difference as _half_difference
 
     default = [2.0, 4.0, 2.0, 4.0]   # odd rounds 2.0, even rounds 4.0
     plan = [1.0, 1.0, 1.0, 1.0]

@@ -110,7 +110,7 @@ def test_every_kernel_class_a_planned_layer_runs_is_compared(name, monkeypatch):
     """Every composition of every planned layer, forward and backward, under the measured
     ("auto") kernel selection: each kernel class it asks for is one `mismatches` compares.
     (A new primitive in a planned layer, or a new kernel class in ops, fails here.)"""
-    from gnnforge.ops import _autotune
+    from gnnforge.ops import _calibration
 
     asked: set[str] = set()
 
@@ -118,7 +118,7 @@ def test_every_kernel_class_a_planned_layer_runs_is_compared(name, monkeypatch):
         asked.add(kernel_class.key())
         return "numba"  # a candidate of every class; nothing is timed
 
-    monkeypatch.setattr(_autotune, "choice", choice)
+    monkeypatch.setattr(_calibration, "choice", choice)
     # Without trials every call asks the selection (a class settled by trials earlier in
     # the process would not).
     monkeypatch.setenv("GNNFORGE_KERNEL_TRIALS", "0")

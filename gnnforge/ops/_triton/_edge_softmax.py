@@ -8,7 +8,9 @@ Forward, three launches and no [E, F] temporary besides the result:
 
 Backward: t_v = sum over in-edges of a_e g_e (pull), then `a g - a t_dst` edge-parallel.
 A backward that itself records a graph (double backward) runs the same formula through
-the differentiable g-SpMM op instead.
+differentiable steps instead: the same Triton pull, whose own gradient is a gather by
+destination (`_InEdgeSum`), and PyTorch's elementwise ops. Only Triton kernels run here:
+this backend does not import the CPU custom ops.
 
 The composite in `gnnforge.ops.edge_softmax` needs five launches and three [E, F]
 temporaries; this is the same math in fewer passes over the edges.
@@ -23,14 +25,14 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from gnnforge.ops._custom_ops import COL, DST, EIDS, ROWPTR, spmm
+from gnnforge.ops._layout import COL, DST, EIDS, ROWPTR
 from gnnforge.ops._triton._launch import (
     accumulator,
     check_runnable,
     feature_block,
     store_dtype,
 )
-from gnnforge.ops._triton._spmm import spmm_launch
+from gnnforge.ops._triton._spmm import gspmm_triton, spmm_launch
 
 __all__ = ["edge_softmax_triton", "softmax_grad_op", "softmax_op"]
 
@@ -119,6 +121,22 @@ def _(arrays, out, grad):
     return torch.empty_like(out)
 
 
+class _InEdgeSum(torch.autograd.Function):
+    """[M, K] sums of edge rows [E, K] over each destination's in-edges (Triton's copy_e
+    sum), differentiable: the gradient of edge e is the gradient of its destination row."""
+
+    @staticmethod
+    def forward(ctx, arrays: list[Tensor], rows: Tensor) -> Tensor:
+        ctx.save_for_backward(arrays[DST])
+        return gspmm_triton(arrays[ROWPTR], arrays[COL], arrays[EIDS], None, rows, "copy_rhs",
+                            "sum", False)[0]
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[None, Tensor]:
+        (dst,) = ctx.saved_tensors
+        return None, grad.index_select(0, dst)                                  # [E, K]
+
+
 def _setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs[0], output)
 
@@ -129,7 +147,7 @@ def _backward(ctx, grad):
         return [None] * 8, softmax_grad_op(arrays, out, grad.contiguous())
     # Double backward: the same formula through differentiable ops.
     weighted = out * grad
-    total = spmm(arrays, None, weighted, "copy_rhs", "sum", "triton", False)[0]
+    total = _InEdgeSum.apply(arrays, weighted)                                  # [M, K]
     return [None] * 8, weighted - out * total.index_select(0, arrays[DST])
 
 

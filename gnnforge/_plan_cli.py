@@ -106,7 +106,8 @@ def _calibrate(held_out_model, held_out: tuple[str, ...], samples: int, overhead
                errors: dict, quick: bool = False) -> tuple[dict, list[dict]]:
     """The decision rule, from the models trained without the `held_out` graphs (whose
     held-out errors are `errors`), timed on those graphs."""
-    from gnnforge.plan._calibrate import decision_errors, decision_rule
+    from gnnforge._plan_calibration import decision_errors
+    from gnnforge.plan._calibrate import decision_rule
     from gnnforge.plan._suite import profile_graphs
 
     if samples == 0 or not held_out:
@@ -135,7 +136,7 @@ def _profile(args: argparse.Namespace) -> int:
               + (f", written to {args.records}" if args.records else " (not written: no "
                  "--records)"))
         return 0
-    from gnnforge.plan._calibrate import layer_overheads
+    from gnnforge._plan_calibration import layer_overheads
 
     held_out = _held_out(args, records)
     # fitted once: for the held-out errors and for the calibration's predictions

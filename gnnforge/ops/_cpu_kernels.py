@@ -1,0 +1,120 @@
+"""The CPU kernels by backend name, and which of them can run a kernel class.
+
+Names: 'native' (the host's widest variant), 'native:VARIANT' (one instruction-set build,
+see `_native_build`), 'numba' and 'mkl' (copy_u sum/mean through torch.sparse.mm). Every
+kernel here has the contract of `_cpu.gspmm_cpu` / `gsddmm_cpu` / `mean_grad_cpu` /
+`extreme_grad_cpu`. The native and MKL backends compute the calls they cover
+(`_native.spmm_covered`, ...) and this module runs numba's kernels for the rest, so each
+name is a complete backend while the backends import none of each other. These are the
+candidates the calibration times and the per-graph
+trials and 'auto' (`_auto_kernels`) choose among; this module knows nothing of choosing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from torch import Tensor
+
+from gnnforge.ops import _cpu, _mkl, _native, _native_build
+from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad_cpu
+from gnnforge.ops._kernel_class import KernelClass
+
+__all__ = ["candidates", "fixed_extreme_grad", "fixed_mean_grad", "fixed_sddmm", "fixed_spmm",
+           "native_variants"]
+
+_ISA_ORDER = _native_build.ISA_ORDER
+
+
+def _variant(name: str) -> str | None:
+    return name.split(":", 1)[1] if name.startswith("native:") else None
+
+
+def _native_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
+                 rhs: Tensor | None, op: str, reduce: str, record_args: bool = True,
+                 variant: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """The native g-SpMM where it covers the call, else numba's with its int64 binary
+    max/min winners narrowed to the index dtype like the native ones (numba's kernels are
+    looked up on `_cpu` at each call: tests replace them to see that none runs)."""
+    if _native.spmm_covered(lhs, rhs, op, reduce):
+        return _native.gspmm_native(rowptr, col, eids, lhs, rhs, op, reduce, record_args,
+                                    variant)
+    out, arg_lhs, arg_rhs = _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce,
+                                           record_args)
+    if op not in ("copy_lhs", "copy_rhs") and arg_lhs.numel():
+        arg_lhs, arg_rhs = arg_lhs.to(rowptr.dtype), arg_rhs.to(rowptr.dtype)
+    return out, arg_lhs, arg_rhs
+
+
+def _native_sddmm(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str,
+                  variant: str | None = None) -> Tensor:
+    """The native g-SDDMM where it covers the call, else numba's."""
+    if _native.sddmm_covered(lhs, rhs, op):
+        return _native.gsddmm_native(lhs_row, rhs_row, lhs, rhs, op, variant)
+    return _cpu.gsddmm_cpu(lhs_row, rhs_row, lhs, rhs, op)
+
+
+def _mkl_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
+              rhs: Tensor | None, op: str, reduce: str,
+              record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """MKL's copy_u sum/mean where it covers the call, else numba's g-SpMM."""
+    if _mkl.covered(lhs, op, reduce):
+        return _mkl.gspmm_mkl(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+    return _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_spmm(name: str) -> Callable:
+    """The g-SpMM kernel of backend `name` ('native[:VARIANT]', 'numba' or 'mkl')."""
+    if name == "numba":
+        return gspmm_cpu
+    if name == "mkl":
+        return _mkl_spmm
+    return functools.partial(_native_spmm, variant=_variant(name))
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_sddmm(name: str) -> Callable:
+    """The g-SDDMM kernel of backend `name`: numba's for numba and mkl, else the native
+    library's."""
+    if name in ("numba", "mkl"):
+        return gsddmm_cpu
+    return functools.partial(_native_sddmm, variant=_variant(name))
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_mean_grad(name: str) -> Callable:
+    """The copy_u-mean gradient kernel of backend `name` (mkl has none: numba's)."""
+    if name in ("numba", "mkl"):
+        return mean_grad_cpu
+    return functools.partial(_native.mean_grad_native, variant=_variant(name))
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_extreme_grad(name: str) -> Callable:
+    """The copy_u max/min gradient kernel of backend `name` (mkl has none: numba's)."""
+    if name in ("numba", "mkl"):
+        return extreme_grad_cpu
+    return functools.partial(_native.extreme_grad_native, variant=_variant(name))
+
+
+def native_variants() -> list[str]:
+    """Native variants allowed on this host under GNNFORGE_ISA, narrowest first."""
+    names = [variant.name for variant in _native_build.available_variants()]
+    ceiling = _native_build.isa_restriction()
+    if ceiling is not None:
+        names = [name for name in names
+                 if name not in _ISA_ORDER or _ISA_ORDER.index(name) <= _ISA_ORDER.index(ceiling)]
+    return [name for name in names if _native_build.load(name) is not None]
+
+
+def candidates(kernel_class: KernelClass) -> list[str]:
+    """Backend names that can run `kernel_class`, e.g. ['native:sse2', 'numba', 'mkl']."""
+    names = []
+    if _native.supports(kernel_class.primitive, kernel_class.reduce):
+        names += [f"native:{name}" for name in native_variants()]
+    names.append("numba")
+    if kernel_class.primitive == "copy_lhs" and kernel_class.reduce in ("sum", "mean"):
+        names.append("mkl")
+    return names

@@ -1,0 +1,180 @@
+"""The per-machine record of kernel choices: read, validate, lock, write; and this
+process's view of it.
+
+Measured choices live in one JSON file per machine under `cache_dir()/tuning/`, keyed by
+the machine fingerprint (CPU model and flags, cores, threads, the instruction-set
+restriction, library versions and the native sources): two processes with the same
+fingerprint share them, a record from another machine or a corrupt one is ignored with
+one warning. Writers take a file lock and replace the file atomically. A process reads
+the file once; a lookup is then one dict access.
+
+Above the kernel-class vocabulary (`_kernel_class`) and the native build (for the
+fingerprint); below the calibration, which measures what is not recorded here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import platform
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from gnnforge.ops import _native_build
+from gnnforge.ops._kernel_class import KernelClass, parse_key
+
+__all__ = ["forget", "kernel_choices", "load", "lock", "machine_fingerprint",
+           "measured_classes", "record_path", "recorded", "remember"]
+
+# Guards this process's view (`_choices`, `_measurements`, `_loaded`); callers that read
+# then measure (the calibration) hold it across both.
+lock = threading.Lock()
+_choices: dict[KernelClass, str] = {}
+_loaded: list[Path] = []          # the record file read into _choices (once per process)
+_measurements: dict[str, dict] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith(("model name", "Hardware", "CPU part")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_fingerprint() -> dict[str, str]:
+    """What kernel timings depend on: CPU, cores, threads, ISA ceiling, library versions.
+
+    Two processes with the same fingerprint share measured kernel choices; the planner's
+    cost models record it too, to know whether they were fitted on this kind of machine.
+    """
+    import numba
+
+    from gnnforge import __version__
+
+    flags = " ".join(sorted(_native_build.cpu_flags()))
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_flags": hashlib.sha256(flags.encode()).hexdigest()[:16],
+        "machine": platform.machine(),
+        "cores": str(os.cpu_count()),
+        "threads": str(torch.get_num_threads()),
+        "isa": _native_build.isa_restriction() or "all",
+        "torch": torch.__version__,
+        "numba": numba.__version__,
+        "gnnforge": __version__,
+        "native_sources": _native_build.sources_digest(),
+    }
+
+
+def _fingerprint_key(fingerprint: dict[str, str]) -> str:
+    text = json.dumps(fingerprint, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def record_path() -> Path:
+    """The file holding this machine's measured choices."""
+    from gnnforge.data import cache_dir
+
+    return cache_dir() / "tuning" / f"kernels-{_fingerprint_key(machine_fingerprint())}.json"
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read(path: Path) -> dict[str, dict]:
+    """The record's classes; {} (with one warning) when it is corrupt or from elsewhere."""
+    if not path.exists():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+        if record["fingerprint"] != machine_fingerprint():
+            raise ValueError("its fingerprint is another machine's")
+        classes = record["classes"]
+        if not all(isinstance(entry["choice"], str) for entry in classes.values()):
+            raise ValueError("an entry has no choice")
+        return classes
+    except (ValueError, KeyError, TypeError, AttributeError, OSError) as error:
+        warnings.warn(f"gnnforge.ops: kernel timings in {path} are unreadable or stale "
+                      f"({error}); measuring again", RuntimeWarning, stacklevel=4)
+        return {}
+
+
+def load() -> None:
+    """Read this machine's record into the process's view, once per record file (the
+    caller holds `lock`)."""
+    path = record_path()
+    if _loaded and _loaded[0] == path:
+        return
+    _loaded[:] = [path]
+    _choices.clear()
+    _measurements.clear()
+    for key, entry in _read(path).items():
+        parsed = parse_key(key)
+        if parsed is not None:
+            _choices[parsed] = entry["choice"]
+            _measurements[key] = entry
+
+
+def recorded(kernel_class: KernelClass) -> str | None:
+    """The choice this process knows for `kernel_class`, or None (no file access)."""
+    return _choices.get(kernel_class)
+
+
+def remember(kernel_class: KernelClass, choice: str, entry: dict | None = None) -> None:
+    """Record `choice` for `kernel_class`: in this process, and with its measurements
+    `entry` in the machine's file (the caller holds `lock`)."""
+    _choices[kernel_class] = choice
+    if entry is None:
+        return
+    _measurements[kernel_class.key()] = entry
+    path = record_path()
+    with _file_lock(path):
+        classes = _read(path) if path.exists() else {}
+        classes[kernel_class.key()] = entry
+        record = {"fingerprint": machine_fingerprint(), "classes": classes}
+        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        temporary.write_text(json.dumps(record, indent=1, sort_keys=True))
+        os.replace(temporary, path)
+
+
+def kernel_choices() -> dict[str, str]:
+    """Kernel class key -> chosen candidate, for every class measured on this machine."""
+    with lock:
+        load()
+        return {kernel_class.key(): name for kernel_class, name in sorted(_choices.items())}
+
+
+def measured_classes() -> dict[str, dict]:
+    """Kernel class key -> {'choice', 'median_ms' per candidate, 'runs', 'measured_at'}."""
+    with lock:
+        load()
+        return dict(sorted(_measurements.items()))
+
+
+def forget() -> None:
+    """Drop this process's view of the record (it is read again on next use)."""
+    with lock:
+        _choices.clear()
+        _measurements.clear()
+        _loaded.clear()
