@@ -6,7 +6,9 @@ the machine fingerprint (CPU model and flags, cores, threads, the instruction-se
 restriction, library versions and the native sources): two processes with the same
 fingerprint share them, a record from another machine or a corrupt one is ignored with
 one warning. Writers take a file lock and replace the file atomically. A process reads
-the file once; a lookup is then one dict access.
+the file once; a lookup is then one dict access. A record path that cannot be used (a
+directory, a file or folder without write permission, a read-only cache) is warned about
+once per path; the process then keeps its choices in memory and kernels run as usual.
 
 Above the kernel-class vocabulary (`_kernel_class`) and the native build (for the
 fingerprint); below the calibration, which measures what is not recorded here.
@@ -40,6 +42,7 @@ lock = threading.Lock()
 _choices: dict[KernelClass, str] = {}
 _loaded: list[Path] = []          # the record file read into _choices (once per process)
 _measurements: dict[str, dict] = {}
+_unusable: set[Path] = set()      # record paths warned about: choices stay in memory
 
 
 @functools.lru_cache(maxsize=1)
@@ -88,7 +91,24 @@ def record_path() -> Path:
     """The file holding this machine's measured choices."""
     from gnnforge.data import cache_dir
 
-    return cache_dir() / "tuning" / f"kernels-{_fingerprint_key(machine_fingerprint())}.json"
+    name = f"kernels-{_fingerprint_key(machine_fingerprint())}.json"
+    try:
+        return cache_dir() / "tuning" / name
+    except OSError as error:  # the cache folder cannot be made: nothing is read or written
+        path = Path(os.environ.get("GNNFORGE_CACHE") or "~/.cache/gnnforge") / "tuning" / name
+        _warn_unusable(path, error)
+        return path
+
+
+def _warn_unusable(path: Path, error: OSError) -> None:
+    """One warning per path that cannot be read or written; its choices stay in memory."""
+    if path in _unusable:
+        return
+    _unusable.add(path)
+    warnings.warn(f"gnnforge.ops: cannot use the kernel-choice record {path} "
+                  f"({type(error).__name__}: {error}); kernels run with choices kept in "
+                  "memory for this process (point GNNFORGE_CACHE at a writable folder to "
+                  "keep them)", RuntimeWarning, stacklevel=4)
 
 
 @contextlib.contextmanager
@@ -103,11 +123,17 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 
 def _read(path: Path) -> dict[str, dict]:
-    """The record's classes; {} (with one warning) when it is corrupt or from elsewhere."""
-    if not path.exists():
+    """The record's classes; {} (with one warning) when it is corrupt, from elsewhere or
+    cannot be read."""
+    if path in _unusable or not path.exists():
         return {}
     try:
-        record = json.loads(path.read_text())
+        text = path.read_text()
+    except OSError as error:  # a directory, no read permission
+        _warn_unusable(path, error)
+        return {}
+    try:
+        record = json.loads(text)
         if record["fingerprint"] != machine_fingerprint():
             raise ValueError("its fingerprint is another machine's")
         classes = record["classes"]
@@ -149,13 +175,26 @@ def remember(kernel_class: KernelClass, choice: str, entry: dict | None = None) 
         return
     _measurements[kernel_class.key()] = entry
     path = record_path()
+    if path in _unusable:
+        return
+    try:
+        _write(path, kernel_class, entry)
+    except OSError as error:  # a directory in the way, no write permission, read-only
+        _warn_unusable(path, error)
+
+
+def _write(path: Path, kernel_class: KernelClass, entry: dict) -> None:
+    """Add one class to the machine's file, under the file lock, replacing it atomically."""
     with _file_lock(path):
         classes = _read(path) if path.exists() else {}
         classes[kernel_class.key()] = entry
         record = {"fingerprint": machine_fingerprint(), "classes": classes}
         temporary = path.with_suffix(f".tmp{os.getpid()}")
-        temporary.write_text(json.dumps(record, indent=1, sort_keys=True))
-        os.replace(temporary, path)
+        try:
+            temporary.write_text(json.dumps(record, indent=1, sort_keys=True))
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
 
 
 def kernel_choices() -> dict[str, str]:
@@ -178,3 +217,4 @@ def forget() -> None:
         _choices.clear()
         _measurements.clear()
         _loaded.clear()
+        _unusable.clear()
