@@ -28,11 +28,12 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from gnnforge.ops import _calibration_inputs, _cpu_kernels, _tuning_record
 from gnnforge.ops._kernel_class import STREAMS, WIDTH_CLASS_BYTES, KernelClass, parse_key
 
-__all__ = ["choice", "common_classes", "tune"]
+__all__ = ["Clock", "choice", "clock", "common_classes", "tune"]
 
 # Timing: rounds interleave the candidates (drift hits all alike); a class stops early
 # once its budget is spent. 2^17 edges at F=256 take about 3 ms a call on 2 cores.
@@ -46,6 +47,19 @@ _PRUNE_RATIO = 1.5
 # at about 8 ms where the kernels take 0.4-1 ms, and the choice among them was arbitrary.
 _RUNNING_SHARE = 0.5
 _RETRIES = 3
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Where the calibration reads time: wall seconds, and the CPU seconds this process ran
+    (both to spot a descheduled call). Tests install a clock their fake kernels advance, so
+    which candidate wins and how often each runs does not depend on the machine's load."""
+
+    wall: Callable[[], float] = time.perf_counter
+    cpu: Callable[[], float] = time.process_time
+
+
+clock = Clock()
 
 
 def choice(kernel_class: KernelClass) -> str:
@@ -99,7 +113,7 @@ def _time_candidates(runs: dict[str, Callable[[], object]]
     times: dict[str, list[float]] = {name: [] for name in runs}
     racing = dict(runs)
     descheduled = 0
-    deadline = time.perf_counter() + _CLASS_BUDGET_S
+    deadline = clock.wall() + _CLASS_BUDGET_S
     for round_index in range(_ROUNDS):
         for name, run in racing.items():
             seconds, disturbed = _timed_call(run)
@@ -109,7 +123,7 @@ def _time_candidates(runs: dict[str, Callable[[], object]]
             best = min(min(times[name]) for name in racing)
             racing = {name: run for name, run in racing.items()
                       if min(times[name]) <= _PRUNE_RATIO * best}
-        if round_index >= 2 and time.perf_counter() > deadline:
+        if round_index >= 2 and clock.wall() > deadline:
             break
     return times, descheduled
 
@@ -119,10 +133,10 @@ def _timed_call(run: Callable[[], object]) -> tuple[float, bool]:
     descheduled (`_RUNNING_SHARE`) runs again, up to `_RETRIES` times, and the last
     attempt's time is returned with disturbed=True if it was descheduled too."""
     for _ in range(_RETRIES + 1):
-        cpu_start, start = time.process_time(), time.perf_counter()
+        cpu_start, start = clock.cpu(), clock.wall()
         run()
-        wall = time.perf_counter() - start
-        if time.process_time() - cpu_start >= _RUNNING_SHARE * wall:
+        wall = clock.wall() - start
+        if clock.cpu() - cpu_start >= _RUNNING_SHARE * wall:
             return wall, False
     return wall, True
 

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -40,26 +39,12 @@ def fresh_cache(tmp_path, monkeypatch):
     _auto_kernels.forget()
 
 
-def _spin(seconds: float) -> None:
-    """Busy for `seconds` (a kernel keeps its process running; sleeping would read as
-    descheduled to the calibration)."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
 def _fake_runners(monkeypatch, seconds: dict[str, float]) -> list[str]:
-    """Candidates that sleep for a set time instead of running kernels; returns the call log."""
+    """Candidates that take a set time on the calibration's clock instead of running
+    kernels (`_clocked_runners`, never descheduled); returns the call log."""
     calls: list[str] = []
-
-    def runner(name, kernel_class):
-        def run():
-            calls.append(name)
-            _spin(seconds[name])
-        return run
-
-    monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
-    monkeypatch.setattr(_cpu_kernels, "candidates", lambda kernel_class: list(seconds))
+    _clocked_runners(monkeypatch, {name: [(value, 1.0)] for name, value in seconds.items()},
+                     log=calls)
     return calls
 
 
@@ -340,18 +325,23 @@ class _FakeClocks:
         self.cpu += seconds * running_share
 
 
-def _clocked_runners(monkeypatch, plans: dict[str, list[tuple[float, float]]]):
+def _clocked_runners(monkeypatch, plans: dict[str, list[tuple[float, float]]],
+                     log: list[str] | None = None):
     """Candidates whose successive calls take (seconds, running share) from `plans`
-    (the last entry repeats); returns the calls made per candidate."""
+    (the last entry repeats) on the calibration's injected clock, so the outcome does not
+    depend on the machine's load; returns the calls made per candidate (and appends each
+    call's name to `log`)."""
     clocks, calls = _FakeClocks(), {name: 0 for name in plans}
-    monkeypatch.setattr(_calibration.time, "perf_counter", lambda: clocks.wall)
-    monkeypatch.setattr(_calibration.time, "process_time", lambda: clocks.cpu)
+    monkeypatch.setattr(_calibration, "clock",
+                        _calibration.Clock(wall=lambda: clocks.wall, cpu=lambda: clocks.cpu))
 
     def runner(name, kernel_class):
         def run():
             plan = plans[name]
             clocks.advance(*plan[min(calls[name], len(plan) - 1)])
             calls[name] += 1
+            if log is not None:
+                log.append(name)
         return run
 
     monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
