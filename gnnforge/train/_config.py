@@ -16,6 +16,13 @@ TASKS = ("graph", "node", "link", "varmisuse")
 # Each task's dataset when --dataset is not given.
 DEFAULT_DATASETS = {"graph": "nci-tpsa", "node": "pubmed", "link": "rmat"}
 NODE_MODES = ("full", "sampled")
+NODE_MODELS = ("sage", "gcn", "gat")
+WEIGHT_DECAY_LAYERS = ("all", "first")
+ACTIVATIONS = ("relu", "elu")
+# The node task's recipe options and their defaults (refused by the other tasks).
+NODE_RECIPE_OPTIONS = {"normalize_features": False, "weight_decay_layers": "all",
+                       "activation": "relu", "heads": 8, "output_heads": 1,
+                       "attention_dropout": 0.0}
 SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
@@ -65,6 +72,17 @@ class TrainConfig:
     # variates (LABOR paper, section 3.3); 0 means independent batches.
     dependent: int = 0
     cache_size: int = 0
+    # node task, the papers' recipes (gnnforge/train/recipes/): row-normalise the input
+    # features (Kipf & Welling's preprocessing: each bag-of-words row sums to 1); put the
+    # weight decay on 'all' layers or on the 'first' only (Kipf's reference code
+    # regularises the first layer's weights only); the activation between layers; GAT's
+    # heads per hidden layer, heads averaged in the output layer and attention dropout.
+    normalize_features: bool = False
+    weight_decay_layers: str = "all"
+    activation: str = "relu"
+    heads: int = 8
+    output_heads: int = 1
+    attention_dropout: float = 0.0
     # Under torchrun: 'independent' gives each process its own minibatches and averages
     # gradients with DDP; 'cooperative' (node task, sampled) has the processes sample and
     # compute one global minibatch together, each owning a partition of the vertices.
@@ -220,7 +238,8 @@ def validate(config: TrainConfig) -> None:
         _validate_link(config)
     else:
         for name, default in (("mode", "full"), ("model", "sage"), ("sampler", None),
-                              ("dependent", 0), ("cache_size", 0), ("partition", "random")):
+                              ("dependent", 0), ("cache_size", 0), ("partition", "random"),
+                              *NODE_RECIPE_OPTIONS.items()):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                                   f"(got --task {config.task})")
@@ -270,7 +289,8 @@ def _validate_link(config: TrainConfig) -> None:
     if config.mode != "sampled":
         raise ConfigError("--task link trains on sampled blocks (each batch's edges removed "
                           "from them); use --mode sampled")
-    for name, default in (("dependent", 0), ("cache_size", 0), ("partition", "random")):
+    for name, default in (("dependent", 0), ("cache_size", 0), ("partition", "random"),
+                          *NODE_RECIPE_OPTIONS.items()):
         if getattr(config, name) != default:
             raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                               "(got --task link)")
@@ -280,8 +300,9 @@ def _validate_link(config: TrainConfig) -> None:
 
 
 def _validate_node(config: TrainConfig) -> None:
-    if config.model not in ("sage", "gcn"):
-        raise ConfigError(f"--model must be 'sage' or 'gcn', got {config.model!r}")
+    if config.model not in NODE_MODELS:
+        raise ConfigError(f"--model must be one of {NODE_MODELS}, got {config.model!r}")
+    _validate_recipe_options(config)
     if config.mode not in NODE_MODES:
         raise ConfigError(f"--mode must be one of {NODE_MODES}, got {config.mode!r}")
     if config.mode == "full":
@@ -291,6 +312,34 @@ def _validate_node(config: TrainConfig) -> None:
                                   "(full-graph training does not sample)")
         return
     _validate_sampling(config)
+
+
+def _validate_recipe_options(config: TrainConfig) -> None:
+    """The node task's recipe options: known values, and GAT's only with --model gat."""
+    changed = [name for name, default in NODE_RECIPE_OPTIONS.items()
+               if getattr(config, name) != default]
+    if config.partitioned is not None and changed:
+        raise ConfigError(f"--{_flag(changed[0])} applies to in-memory node training, not to "
+                          "--partitioned runs")
+    if config.weight_decay_layers not in WEIGHT_DECAY_LAYERS:
+        raise ConfigError(f"--weight-decay-layers must be one of {WEIGHT_DECAY_LAYERS}, got "
+                          f"{config.weight_decay_layers!r}")
+    if config.activation not in ACTIVATIONS:
+        raise ConfigError(f"--activation must be one of {ACTIVATIONS}, got "
+                          f"{config.activation!r}")
+    for name in ("heads", "output_heads"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
+    if not 0.0 <= config.attention_dropout < 1.0:
+        raise ConfigError(f"--attention-dropout must lie in [0, 1), got "
+                          f"{config.attention_dropout}")
+    if config.model != "gat":
+        for name in ("heads", "output_heads", "attention_dropout"):
+            if getattr(config, name) != NODE_RECIPE_OPTIONS[name]:
+                raise ConfigError(f"--{_flag(name)} applies to --model gat only (got --model "
+                                  f"{config.model})")
+    elif config.mode != "full" or config.partitioned is not None:
+        raise ConfigError("--model gat trains on the full graph: use --mode full")
 
 
 def _validate_sampling(config: TrainConfig) -> None:

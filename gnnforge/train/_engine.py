@@ -114,8 +114,9 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     torch.manual_seed(config.seed)
     device = use_process_device(config.device)  # under torchrun: cuda means cuda:LOCAL_RANK
     model = task.build_model().to(device)  # the task moves its data (--device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
-                                 weight_decay=config.weight_decay)
+    # A task may split the parameters into groups (the node task's first-layer-only decay).
+    groups = getattr(task, "parameter_groups", lambda m: m.parameters())(model)
+    optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
     progress, history, best_state = _Progress(), [], None
     path = out_dir / CHECKPOINT
     if config.resume and path.exists():

@@ -21,7 +21,8 @@ from torch import Tensor
 
 from gnnforge.graph import Graph
 
-__all__ = ["PROJECTED_WIDTH", "labelled_graph", "per_class_split", "structural_features"]
+__all__ = ["PROJECTED_WIDTH", "labelled_graph", "per_class_split", "row_normalized",
+           "structural_features"]
 
 PROJECTED_WIDTH = 128
 TRAIN_PER_CLASS, VAL_PER_CLASS = 20, 30
@@ -67,11 +68,28 @@ def _project(feature_ids: Tensor, width: int, seed: int) -> Tensor:
     return torch.from_numpy(features.astype(np.float32))
 
 
+def row_normalized(x: Tensor) -> Tensor:
+    """Each row divided by its sum (rows summing to 0 stay 0): Kipf & Welling's
+    preprocessing of bag-of-words inputs. Negative entries are refused, since a row sum
+    is then no measure of the row's mass.
+
+    Raises:
+        ValueError: x has a negative entry (names its position).
+    """
+    if x.numel() and bool((x < 0).any()):
+        row, col = (int(i) for i in torch.nonzero(x < 0)[0])
+        raise ValueError(f"--normalize-features: x[{row}, {col}] = {float(x[row, col])} is "
+                         "negative; row normalisation needs non-negative features")
+    total = x.sum(1, keepdim=True)
+    return x / torch.where(total == 0, torch.ones_like(total), total)
+
+
 def _row_normalised(x: Tensor) -> Tensor:
-    """Non-negative bag-of-words rows scaled to sum 1 (as Planetoid's inputs are)."""
+    """Non-negative bag-of-words rows scaled to sum 1 (as Planetoid's inputs are); other
+    features as they are."""
     if x.numel() == 0 or bool((x < 0).any()):
         return x
-    return x / x.sum(1, keepdim=True).clamp(min=1e-12)
+    return row_normalized(x)
 
 
 def labelled_graph(name: str, seed: int = 0) -> tuple[Graph, str]:
