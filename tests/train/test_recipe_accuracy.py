@@ -1,0 +1,48 @@
+"""The two cheapest recipes still reach their accuracy (issue 33): gcn-cora and gat-cora
+on Planetoid Cora with seed 0. Seeded runs are deterministic, so a floor below the
+measured value (docs/recipes.md) catches a recipe or layer regression without flakiness;
+nothing here is timed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnnforge.data import shared_datasets_dir
+from gnnforge.train import NodeTask, fit, load_config
+from gnnforge.train._recipes import load_recipe
+
+pytestmark = pytest.mark.skipif(shared_datasets_dir() is None,
+                                reason="needs the shared datasets (Planetoid Cora)")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # As `gnnforge train` runs (--threads 1): on a shared CPU, spinning OpenMP threads made
+    # these small steps many times slower.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _test_accuracy(name: str, tmp_path, **overrides) -> float:
+    options = {"progress": False, "out_dir": str(tmp_path / name), "seed": 0, **overrides}
+    config = load_config(options, load_recipe(name).path)
+    summary = fit(config, NodeTask(config), printer=lambda *_: None)
+    return 100 * summary["final test_accuracy (best epoch)"]
+
+
+def test_gcn_cora_reaches_81(tmp_path):
+    # Measured 82.5 for seed 0 (10 seeds: docs/recipes.md); published 81.5.
+    accuracy = _test_accuracy("gcn-cora", tmp_path)
+    assert accuracy >= 81.0, accuracy
+
+
+@pytest.mark.slow
+def test_gat_cora_reaches_81_in_100_epochs(tmp_path):
+    # The full recipe (patience 100) took seed 0 to its best validation epoch 99 and
+    # 82.9% test accuracy, then 100 more epochs; capping at 100 epochs tests the same
+    # weights in half the time.
+    accuracy = _test_accuracy("gat-cora", tmp_path, epochs=100)
+    assert accuracy >= 81.0, accuracy
