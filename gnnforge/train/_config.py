@@ -321,15 +321,14 @@ def _validate_recipe_options(config: TrainConfig) -> None:
     if config.partitioned is not None and changed:
         raise ConfigError(f"--{_flag(changed[0])} applies to in-memory node training, not to "
                           "--partitioned runs")
-    if config.weight_decay_layers not in WEIGHT_DECAY_LAYERS:
-        raise ConfigError(f"--weight-decay-layers must be one of {WEIGHT_DECAY_LAYERS}, got "
-                          f"{config.weight_decay_layers!r}")
-    if config.activation not in ACTIVATIONS:
-        raise ConfigError(f"--activation must be one of {ACTIVATIONS}, got "
-                          f"{config.activation!r}")
-    for name in ("heads", "output_heads"):
-        if getattr(config, name) < 1:
-            raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
+    for name, choices in (("weight_decay_layers", WEIGHT_DECAY_LAYERS),
+                          ("activation", ACTIVATIONS)):
+        if getattr(config, name) not in choices:
+            raise ConfigError(f"--{_flag(name)} must be one of {choices}, got "
+                              f"{getattr(config, name)!r}")
+    smallest = min(("heads", "output_heads"), key=lambda name: getattr(config, name))
+    if getattr(config, smallest) < 1:
+        raise ConfigError(f"--{_flag(smallest)} must be >= 1, got {getattr(config, smallest)}")
     if not 0.0 <= config.attention_dropout < 1.0:
         raise ConfigError(f"--attention-dropout must lie in [0, 1), got "
                           f"{config.attention_dropout}")

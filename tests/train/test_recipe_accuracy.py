@@ -6,24 +6,15 @@ nothing here is timed."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from gnnforge.data import shared_datasets_dir
 from gnnforge.train import NodeTask, fit, load_config
 from gnnforge.train._recipes import load_recipe
 
-pytestmark = pytest.mark.skipif(shared_datasets_dir() is None,
-                                reason="needs the shared datasets (Planetoid Cora)")
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # As `gnnforge train` runs (--threads 1): on a shared CPU, spinning OpenMP threads made
-    # these small steps many times slower.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# One thread, as `gnnforge train` runs (tests/conftest.py).
+pytestmark = [pytest.mark.skipif(shared_datasets_dir() is None,
+                                 reason="needs the shared datasets (Planetoid Cora)"),
+              pytest.mark.usefixtures("one_thread")]
 
 
 def _test_accuracy(name: str, tmp_path, **overrides) -> float:
