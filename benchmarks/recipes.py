@@ -148,11 +148,13 @@ decay on the first layer only (`--weight-decay-layers first`); GCNConv's weights
 already Glorot-initialised. GAT (`--model gat`) takes `--heads`, `--output-heads`,
 `--activation elu` and `--attention-dropout`.
 
-Model selection is the same for every recipe: the weights of the epoch with the best
-validation accuracy are tested, and training stops `--patience` epochs after it. The
-papers differ (Kipf & Welling stop on a 10-epoch window of the validation loss and test
-the last weights; Velickovic et al. watch loss and accuracy; Shchur et al. the loss):
-each recipe's comments say so.
+Model selection (`--early-stopping`, gnnforge/train/_early_stopping.py): the GCN and
+SAGE recipes test the weights of the epoch with the best validation accuracy and stop
+`--patience` epochs after it (Kipf & Welling instead stop on a 10-epoch window of the
+validation loss and test the last weights; Shchur et al. watch the loss); the GAT
+recipes follow Velickovic et al.'s code (`loss-and-metric`: patience 100 restarts when
+the validation loss or accuracy reaches a record, and the weights of the last epoch
+where both did are tested). Each recipe's comments say where it differs.
 
 Differences in the data and the protocol:
 

@@ -21,6 +21,8 @@ _HELP = {
     "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
     "dropout": "dropout probability", "seed": "seed for model init, splits and batch order",
     "patience": "early stopping: epochs without validation improvement (0: off)",
+    "early_stopping": "which epoch is tested and what --patience watches: metric, loss or "
+                      "loss-and-metric (node task; the GAT code's rule)",
     "out_dir": "folder for checkpoint.pt, metrics.csv and metrics.json",
     "checkpoint_every": "also checkpoint every N steps within an epoch (0: epoch ends only)",
     "resume": "continue from OUT_DIR/checkpoint.pt exactly where it stopped",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnforge._device import process_device
+from gnnforge.train._early_stopping import RULES as EARLY_STOPPING_RULES
 
 __all__ = ["ConfigError", "TrainConfig", "load_config"]
 
@@ -50,6 +51,10 @@ class TrainConfig:
     seed: int = 0
     # Stop when the validation metric has not improved for this many epochs (0: never).
     patience: int = 10
+    # Which epoch's weights are tested and what patience watches: 'metric' (the task's
+    # validation metric), 'loss' (node task: validation loss) or 'loss-and-metric' (node
+    # task: the GAT code's rule; see gnnforge/train/_early_stopping.py).
+    early_stopping: str = "metric"
     out_dir: str = "runs/train"
     # Save a checkpoint every N optimiser steps inside an epoch (0: at epoch ends only).
     checkpoint_every: int = 0
@@ -223,6 +228,7 @@ def validate(config: TrainConfig) -> None:
     for name in ("patience", "checkpoint_every", "limit", "cache_size", "dependent"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
+    _validate_early_stopping(config)
     if not 0.0 <= config.dropout < 1.0:
         raise ConfigError(f"--dropout must lie in [0, 1), got {config.dropout}")
     if not (math.isfinite(config.lr) and config.lr > 0):
@@ -262,6 +268,17 @@ def validate(config: TrainConfig) -> None:
                              else "") + ")")
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
+
+
+def _validate_early_stopping(config: TrainConfig) -> None:
+    if config.early_stopping not in EARLY_STOPPING_RULES:
+        raise ConfigError(f"--early-stopping must be one of {EARLY_STOPPING_RULES}, got "
+                          f"{config.early_stopping!r}")
+    if config.early_stopping != "metric" and (config.task != "node"
+                                              or config.partitioned is not None):
+        raise ConfigError(f"--early-stopping {config.early_stopping} reads the validation "
+                          "loss, which only --task node (in memory) reports; use "
+                          "--early-stopping metric")
 
 
 VARMISUSE_BACKENDS = ("sparse", "banded", "both")

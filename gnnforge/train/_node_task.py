@@ -213,7 +213,10 @@ class NodeTask:
         model.train()
         mask = self.device_graph.node_data[f"{split}_mask"]
         correct = (logits[mask].argmax(1) == self.y_device[mask]).float().mean()
-        return {f"{split}_accuracy": float(correct)}
+        metrics = {f"{split}_accuracy": float(correct)}
+        if split == "val":  # for --early-stopping loss and loss-and-metric
+            metrics["val_loss"] = float(F.cross_entropy(logits[mask], self.y_device[mask]))
+        return metrics
 
     def epoch_stats(self) -> dict[str, float]:
         return self.sampler.epoch_stats() if self.sampled else {}
