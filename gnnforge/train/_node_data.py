@@ -4,8 +4,8 @@ Planetoid graphs keep their published split (`_node_task.load_node_dataset`). Th
 (the gnn-benchmark and GraphGallery npz sets, MUSAE) are made undirected and get the
 split of Shchur et al. ("Pitfalls of GNN evaluation", 2018): per class, 20 random train
 and 30 validation nodes, every other labelled node for testing, drawn from the seed.
-Inputs: the dataset's features when it has dense ones (non-negative ones row-normalised,
-as Planetoid's are); MUSAE's sparse feature ids as a
+Inputs: the dataset's features as shipped when it has dense ones (`--normalize-features`
+row-normalises them, as it does Planetoid's); MUSAE's sparse feature ids as a
 fixed random projection to 128 columns (a linear map of the multi-hot vector, which would
 be 4,714 wide); structural features (one-hot log2-degree bucket and scaled log degree)
 for a graph without features (musae-git).
@@ -84,14 +84,6 @@ def row_normalized(x: Tensor) -> Tensor:
     return x / torch.where(total == 0, torch.ones_like(total), total)
 
 
-def _row_normalised(x: Tensor) -> Tensor:
-    """Non-negative bag-of-words rows scaled to sum 1 (as Planetoid's inputs are); other
-    features as they are."""
-    if x.numel() == 0 or bool((x < 0).any()):
-        return x
-    return row_normalized(x)
-
-
 def labelled_graph(name: str, seed: int = 0) -> tuple[Graph, str]:
     """(graph with node data x, y and train/val/test masks, description) for a registry
     node-labelled graph other than Planetoid's."""
@@ -103,7 +95,7 @@ def labelled_graph(name: str, seed: int = 0) -> tuple[Graph, str]:
         raise ValueError(f"dataset {name!r} has no node labels; use --task link")
     y = graph.node_data["y"].long()
     if "x" in graph.node_data:
-        x, inputs = _row_normalised(graph.node_data["x"].float()), "its features, row-normalised"
+        x, inputs = graph.node_data["x"].float(), "its features"
     elif "feature_ids" in graph.node_data:
         x = _project(graph.node_data["feature_ids"], PROJECTED_WIDTH, seed)
         inputs = f"its sparse features randomly projected to {PROJECTED_WIDTH} columns"
