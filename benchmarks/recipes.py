@@ -170,6 +170,10 @@ Differences in the data and the protocol:
 """
 
 
+def _load_store() -> dict[str, Any]:
+    return json.loads(STORE.read_text()) if STORE.exists() else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", default="gcn-cora,gcn-citeseer,gat-cora,gat-citeseer",
@@ -178,13 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite docs/recipes.md from docs/recipes.json, run nothing")
     args = parser.parse_args(argv)
-    store = json.loads(STORE.read_text()) if STORE.exists() else {}
     if not args.render_only:
         for name in filter(None, (n.strip() for n in args.recipes.split(","))):
-            store[name] = measure(name, args.seeds)
+            entry = measure(name, args.seeds)
+            # Re-read before writing: two runs of this script (other recipes) may share
+            # the store; each adds its own entries to what is there now.
+            store = _load_store()
+            store[name] = entry
             STORE.write_text(json.dumps(store, indent=2, sort_keys=True) + "\n")
             DOC.write_text(render(store))     # after every recipe: a stopped run keeps rows
-    DOC.write_text(render(store))
+    DOC.write_text(render(_load_store()))
     print(f"wrote {DOC.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
