@@ -231,8 +231,7 @@ def starting(args: argparse.Namespace) -> str:
     """The first line a run prints (before torch loads), naming what it is about to do."""
     what = [f"--{name.replace('_', '-')} {getattr(args, name)}"
             for name in ("recipe", "task", "dataset", "limit", "epochs", "seeds")
-            if getattr(args, name, None)
-            is not None]
+            if getattr(args, name, None) is not None]
     return f"gnnforge train {' '.join(what)}: loading torch and the data...".replace("  ", " ")
 
 

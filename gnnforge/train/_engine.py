@@ -38,6 +38,9 @@ class Task(Protocol):
     Optional attribute `cooperative` (default False): under torch.distributed every
     process takes its share of every batch (`batch(step)` on all ranks, the loss being
     that share of the global loss) and the loop sums gradients instead of using DDP.
+    Optional method `parameter_groups(model)`: the optimiser's parameter groups (default:
+    every parameter under --weight-decay). `evaluate(model, "val")` may also report
+    `val_loss`, which `--early-stopping loss` and `loss-and-metric` read.
     """
 
     name: str
