@@ -32,6 +32,8 @@ _HELP = {
     "limit": "graph task: use only the first N graphs (0: all); varmisuse task: parse N "
              "files (default 30)",
     "pool": "graph task: readout, sum or mean",
+    "folds": "graph task: K-fold cross-validation, stratified; the seed picks the fold "
+             "(test: seed mod K, validation: the next fold; 0: a seeded 80/10/10 split)",
     "mode": f"node task: {' or '.join(NODE_MODES)}-graph training (link: sampled only)",
     "model": "node and link tasks: sage or gcn layers (node task also gat)",
     "sampler": f"node (--mode sampled) and link tasks: {' or '.join(SAMPLERS)} "

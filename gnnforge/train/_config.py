@@ -67,6 +67,9 @@ class TrainConfig:
     batch_graphs: int = 32
     limit: int = 0
     pool: str = "sum"
+    # graph task: K-fold cross-validation (the GIN paper's protocol; 0: the seeded
+    # 80/10/10 split). The seed picks the fold; see gnnforge/train/_folds.py.
+    folds: int = 0
     # node task
     mode: str = "full"
     model: str = "sage"
@@ -225,6 +228,9 @@ def validate(config: TrainConfig) -> None:
     for name in ("epochs", "hidden", "layers", "batch_graphs", "batch_size", "threads"):
         if getattr(config, name) < 1:
             raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
+    if config.folds and (config.task != "graph" or config.folds < 3):
+        raise ConfigError(f"--folds {config.folds}: cross-validation needs --task graph and "
+                          "at least 3 folds (test, validation, training)")
     for name in ("patience", "checkpoint_every", "limit", "cache_size", "dependent"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
