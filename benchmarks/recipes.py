@@ -148,20 +148,23 @@ decay on the first layer only (`--weight-decay-layers first`); GCNConv's weights
 already Glorot-initialised. GAT (`--model gat`) takes `--heads`, `--output-heads`,
 `--activation elu` and `--attention-dropout`.
 
-Model selection (`--early-stopping`, gnnforge/train/_early_stopping.py): the GCN and
-SAGE recipes test the weights of the epoch with the best validation accuracy and stop
+Model selection (`--early-stopping`, gnnforge/train/_early_stopping.py): the Planetoid
+GCN recipes test the weights of the epoch with the best validation accuracy and stop
 `--patience` epochs after it (Kipf & Welling instead stop on a 10-epoch window of the
-validation loss and test the last weights; Shchur et al. watch the loss); the GAT
-recipes follow Velickovic et al.'s code (`loss-and-metric`: patience 100 restarts when
-the validation loss or accuracy reaches a record, and the weights of the last epoch
-where both did are tested). Each recipe's comments say where it differs.
+validation loss and test the last weights); the GAT recipes follow Velickovic et al.'s
+code (`loss-and-metric`: patience 100 restarts when the validation loss or accuracy
+reaches a record, and the weights of the last epoch where both did are tested); the
+Shchur et al. recipes follow theirs (`loss`: the lowest validation loss, patience 50);
+the GIN recipes train 350 epochs and test the best validation-fold epoch. Each recipe's
+comments say where it differs from its paper.
 
 Differences in the data and the protocol:
 
 {notes}
 - The Shchur et al. rows use one random split per seed (the paper: 100 splits x 20
-  initialisations), drawn from the seed; their hyper-parameters are the GCN paper's with
-  a 64-wide hidden layer, not the paper's tuned values.
+  initialisations), drawn from the seed, and the tuned settings of the paper's code
+  (github.com/shchur/gnn-benchmark, config/optimized/); the graphs are not cut to their
+  largest connected component.
 - No PubMed recipe: the shipped PubMed files lack the features of 18,657 of its 19,717
   nodes (`allx` is absent, see shared/datasets/MANIFEST.md), so its accuracy would not
   compare with the papers'.
