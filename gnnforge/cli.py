@@ -25,6 +25,7 @@ from gnnforge._version import __version__
 COMMANDS = {
     "datasets": "gnnforge.data._cli",
     "train": "gnnforge.train._cli",
+    "recipes": "gnnforge.train._recipes_cli",
     "pack": "gnnforge.packing._cli",
     "reorder": "gnnforge.banded._cli",
     "sample": "gnnforge.sampling._cli",

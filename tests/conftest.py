@@ -26,6 +26,17 @@ def datasets_dir():
     return path
 
 
+@pytest.fixture
+def one_thread():
+    """torch on one intra-op thread for the test, as `gnnforge train` runs (--threads 1):
+    stable timings, and on a shared CPU spinning OpenMP threads slow small steps
+    many-fold."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return

@@ -1,4 +1,5 @@
-"""Node classifiers: a stack of SAGE (or GCN) layers over a full graph or sampled blocks."""
+"""Node classifiers: a stack of SAGE, GCN or GAT layers over a full graph or sampled
+blocks."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from gnnforge.nn._sparse_features import SparseFeatures
 
 __all__ = ["NodeClassifier"]
 
-_CONVS = ("sage", "gcn")
+_CONVS = ("sage", "gcn", "gat")
+_ACTIVATIONS = {"relu": F.relu, "elu": F.elu}
 
 
 def _make_conv(kind: str, width_in: int, width_out: int, aggr: str) -> nn.Module:
@@ -23,8 +25,23 @@ def _make_conv(kind: str, width_in: int, width_out: int, aggr: str) -> nn.Module
     return GCNConv(width_in, width_out)
 
 
+def _gat_layers(widths: list[int], heads: int, output_heads: int,
+                attention_dropout: float) -> nn.ModuleList:
+    """Velickovic et al.'s stack: hidden layers concatenate `heads` heads of widths[i + 1]
+    each; the output layer averages `output_heads` heads of num_classes."""
+    from gnnforge.nn._gat_conv import GATConv
+
+    layers, width_in = [], widths[0]
+    for width_out in widths[1:-1]:
+        layers.append(GATConv(width_in, width_out, heads=heads, dropout=attention_dropout))
+        width_in = width_out * heads
+    layers.append(GATConv(width_in, widths[-1], heads=output_heads, concat=False,
+                          dropout=attention_dropout))
+    return nn.ModuleList(layers)
+
+
 class NodeClassifier(nn.Module):
-    """L graph convolutions with ReLU and dropout between them; logits per node.
+    """L graph convolutions with an activation and dropout between them; logits per node.
 
     `forward(graph, x)` runs every layer on one (full) graph; `forward(blocks, x)` with a
     list of L sampler blocks runs layer l on blocks[l] (x then holds the input features of
@@ -34,22 +51,40 @@ class NodeClassifier(nn.Module):
     the rows of blocks[l]'s sources. x may be `SparseFeatures` (mean/sum SAGE or GCN):
     the input dropout and the first projection then touch only its non-zeros.
 
+    `conv='gat'` is the GAT of Velickovic et al. (ICLR 2018): hidden layers concatenate
+    `heads` attention heads of `hidden` features each, the output layer averages
+    `output_heads` heads; `attention_dropout` drops attention coefficients. GAT layers
+    take dense x only.
+
     Args:
-        in_channels, hidden, num_classes: widths. num_layers: L >= 1.
-        conv: 'sage' or 'gcn'. aggr: SAGE aggregator. dropout: between layers.
+        in_channels, hidden, num_classes: widths (GAT: `hidden` per head). num_layers: L >= 1.
+        conv: 'sage', 'gcn' or 'gat'. aggr: SAGE aggregator. dropout: before every layer.
+        activation: 'relu' or 'elu' (GAT's), between layers.
+        heads, output_heads, attention_dropout: GAT only (see above).
     """
 
     def __init__(self, in_channels: int, hidden: int, num_classes: int, num_layers: int = 2,
-                 conv: str = "sage", aggr: str = "mean", dropout: float = 0.5) -> None:
+                 conv: str = "sage", aggr: str = "mean", dropout: float = 0.5,
+                 activation: str = "relu", heads: int = 1, output_heads: int = 1,
+                 attention_dropout: float = 0.0) -> None:
         super().__init__()
         if conv not in _CONVS:
             raise ValueError(f"NodeClassifier: conv must be one of {_CONVS}, got {conv!r}")
         if num_layers < 1:
             raise ValueError(f"NodeClassifier: num_layers must be >= 1, got {num_layers}")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"NodeClassifier: activation must be one of "
+                             f"{tuple(_ACTIVATIONS)}, got {activation!r}")
+        if conv != "gat" and (heads, output_heads, attention_dropout) != (1, 1, 0.0):
+            raise ValueError(f"NodeClassifier: heads, output_heads and attention_dropout "
+                             f"apply to conv='gat' only (got conv={conv!r})")
         widths = [in_channels] + [hidden] * (num_layers - 1) + [num_classes]
-        self.convs = nn.ModuleList(_make_conv(conv, widths[i], widths[i + 1], aggr)
-                                   for i in range(num_layers))
-        self.dropout = dropout
+        if conv == "gat":
+            self.convs = _gat_layers(widths, heads, output_heads, attention_dropout)
+        else:
+            self.convs = nn.ModuleList(_make_conv(conv, widths[i], widths[i + 1], aggr)
+                                       for i in range(num_layers))
+        self.dropout, self.activation = dropout, activation
 
     def forward(self, graph: Any | Sequence[Any], x: Tensor | SparseFeatures,
                 exchange: Sequence[Callable[[Tensor], Tensor]] | None = None) -> Tensor:
@@ -67,5 +102,5 @@ class NodeClassifier(nn.Module):
                  else F.dropout(x, self.dropout, self.training))
             x = conv(block, x)
             if layer != len(self.convs) - 1:
-                x = F.relu(x)
+                x = _ACTIVATIONS[self.activation](x)
         return x

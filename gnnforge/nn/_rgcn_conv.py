@@ -49,6 +49,10 @@ class RGCNConv(nn.Module):
             or None. At most one of num_bases and num_blocks.
         aggr: 'mean' (PyG's default), 'sum' (or 'add') or 'max' within each relation.
         root_weight: add W_root · x_v.
+        is_sorted: PyG's promise that edges are sorted by edge type, which lets PyG skip a
+            sort. Accepted for compatibility and ignored: no order here sorts edges by
+            type (the relational views index (relation, node) slots directly), so the
+            results are the same either way.
         bias: add a learnable bias.
 
     Shapes:
@@ -58,7 +62,8 @@ class RGCNConv(nn.Module):
 
     def __init__(self, in_channels: int, out_channels: int, num_relations: int,
                  num_bases: int | None = None, num_blocks: int | None = None,
-                 aggr: str = "mean", root_weight: bool = True, bias: bool = True) -> None:
+                 aggr: str = "mean", root_weight: bool = True, is_sorted: bool = False,
+                 bias: bool = True) -> None:
         super().__init__()
         check_aggr("RGCNConv", aggr)
         if num_relations < 1:
@@ -74,7 +79,7 @@ class RGCNConv(nn.Module):
                              f"{in_channels} and out_channels={out_channels}, got {num_blocks}")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.num_relations, self.num_bases, self.aggr = num_relations, num_bases, aggr
-        self.num_blocks = num_blocks
+        self.num_blocks, self.is_sorted = num_blocks, is_sorted
         if num_blocks is not None:
             self.weight = nn.Parameter(torch.empty(num_relations, num_blocks,
                                                    in_channels // num_blocks,

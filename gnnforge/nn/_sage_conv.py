@@ -25,6 +25,10 @@ __all__ = ["SAGEConv"]
 class SAGEConv(nn.Module):
     r"""out_v = W_l · aggr_{u -> v} x_u + b + W_r · x_v, optionally L2-normalised.
 
+    With `project=True` (the paper's Eq. 3, PyG's option) the neighbours' features are
+    first projected, x_u <- ReLU(W_p x_u + b_p) with `lin` [F_in, F_in], before they are
+    aggregated; the root term W_r · x_v still reads the unprojected x_v, as in PyG.
+
     Parameters match PyG's: `lin_l` (with bias) acts on the aggregated neighbours, `lin_r`
     (no bias) on the node itself, so `load_state_dict` works in both directions.
 
@@ -45,6 +49,9 @@ class SAGEConv(nn.Module):
             with none).
         normalize: L2-normalise each output row.
         root_weight: add W_r · x_v.
+        project: project the source features through `lin` and a ReLU before aggregating
+            (a nonlinearity before the aggregation: nothing to re-associate, so such a
+            layer is not planned and always aggregates then projects).
         bias: learn the additive bias of `lin_l`.
 
     Shapes:
@@ -53,23 +60,30 @@ class SAGEConv(nn.Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, aggr: str = "mean",
-                 normalize: bool = False, root_weight: bool = True, bias: bool = True) -> None:
+                 normalize: bool = False, root_weight: bool = True, project: bool = False,
+                 bias: bool = True) -> None:
         super().__init__()
         check_aggr("SAGEConv", aggr)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.aggr, self.normalize, self.root_weight = aggr, normalize, root_weight
+        self.project = project
+        # PyG's parameter name; created first so the state dict lists it in PyG's order.
+        self.lin = nn.Linear(in_channels, in_channels, bias=True) if project else None
         self.lin_l = nn.Linear(in_channels, out_channels, bias=bias)
         self.lin_r = nn.Linear(in_channels, out_channels, bias=False) if root_weight else None
         self.plan: Composition | str | None = AUTO
 
     def reset_parameters(self) -> None:
+        if self.lin is not None:
+            self.lin.reset_parameters()
         self.lin_l.reset_parameters()
         if self.lin_r is not None:
             self.lin_r.reset_parameters()
 
     def plan_expression(self) -> Node | None:
-        """The layer's expression for the planner (None for 'max': nothing to plan)."""
-        if self.aggr == "max":
+        """The layer's expression for the planner (None for 'max' or `project`: nothing
+        to plan)."""
+        if self.aggr == "max" or self.project:
             return None
         aggr = "sum" if self.aggr == "add" else self.aggr
         return sage_expression(aggr, self.lin_r is not None, self.lin_l.bias is not None)
@@ -78,6 +92,8 @@ class SAGEConv(nn.Module):
         return {"I": self.in_channels, "O": self.out_channels, "H": 1, "D": self.out_channels}
 
     def forward(self, graph: Any, x: Tensor | SparseFeatures) -> Tensor:
+        if self.project:
+            return self._projected_forward(graph, x)
         if isinstance(x, SparseFeatures):
             return self._sparse_forward(graph, x)
         check_node_input("SAGEConv", graph, x)
@@ -103,6 +119,25 @@ class SAGEConv(nn.Module):
         out = run_plan(self, self.plan_expression(), structure, leaves)     # [Nd, 1, O]
         return out.reshape(graph.num_dst_nodes, self.out_channels)
 
+    def _projected_forward(self, graph: Any, x: Tensor | SparseFeatures) -> Tensor:
+        """PyG's project=True: aggregate ReLU(lin(x_u)), add W_r · x_v of the raw x."""
+        if isinstance(x, SparseFeatures):
+            if x.shape != (graph.num_src_nodes, self.in_channels):
+                raise ValueError(f"SAGEConv: x must have shape [num_src_nodes="
+                                 f"{graph.num_src_nodes}, {self.in_channels}], got "
+                                 f"SparseFeatures of shape {x.shape}")
+            source = F.relu(x.matmul(self.lin.weight.t()) + self.lin.bias)   # [Ns, F_in]
+            root = None if self.lin_r is None else \
+                x.head(graph.num_dst_nodes).matmul(self.lin_r.weight.t())
+        else:
+            check_node_input("SAGEConv", graph, x)
+            source = F.relu(self.lin(x))                                      # [Ns, F_in]
+            root = None if self.lin_r is None else self.lin_r(dst_part(graph, x))
+        out = self.lin_l(reduce_neighbors(graph, source, self.aggr))          # [Nd, F_out]
+        if root is not None:
+            out = out + root
+        return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
+
     def _sparse_forward(self, graph: Any, x: SparseFeatures) -> Tensor:
         if self.aggr == "max":
             raise ValueError("SAGEConv: SparseFeatures input needs a linear aggregator (mean "
@@ -122,4 +157,5 @@ class SAGEConv(nn.Module):
         return out
 
     def extra_repr(self) -> str:
-        return f"{self.in_channels}, {self.out_channels}, aggr={self.aggr!r}"
+        return (f"{self.in_channels}, {self.out_channels}, aggr={self.aggr!r}"
+                + (", project=True" if self.project else ""))

@@ -31,7 +31,8 @@ class SGConv(nn.Module):
         in_channels: I. out_channels: O. K: number of hops.
         cached: keep Â^K X of the first call and reuse it for every later call on the same
             graph (PyG's transductive shortcut: x and the weights of later calls are not
-            read; only the projection runs).
+            read; only the projection runs). As in PyG, the first call stays
+            differentiable in x and the edge weights; later calls reuse a detached copy.
         add_self_loops: PyG's self-loop handling. bias: learn an additive bias.
 
     Shapes:
@@ -72,8 +73,9 @@ class SGConv(nn.Module):
         if self.cached:  # Â^K X is the plan's value with W = I; keep it for later calls
             eye = torch.eye(self.in_channels, dtype=x.dtype, device=x.device)[None]
             propagated = evaluate(current_plan(self, expression), structure, {"X": x, "W": eye})
-            propagated = propagated.reshape(graph.num_dst_nodes, self.in_channels).detach()
-            self._cached_x = (graph, x.dtype, x.device, propagated)
+            propagated = propagated.reshape(graph.num_dst_nodes, self.in_channels)
+            # Later calls must not backpropagate into this call's graph (freed by then).
+            self._cached_x = (graph, x.dtype, x.device, propagated.detach())
             return self.lin(propagated)
         leaves = {"X": x, "W": self.lin.weight.t().unsqueeze(0)}
         out = run_plan(self, expression, structure, leaves)

@@ -21,6 +21,8 @@ _HELP = {
     "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
     "dropout": "dropout probability", "seed": "seed for model init, splits and batch order",
     "patience": "early stopping: epochs without validation improvement (0: off)",
+    "early_stopping": "which epoch is tested and what --patience watches: metric, loss or "
+                      "loss-and-metric (node task; the GAT code's rule)",
     "out_dir": "folder for checkpoint.pt, metrics.csv and metrics.json",
     "checkpoint_every": "also checkpoint every N steps within an epoch (0: epoch ends only)",
     "resume": "continue from OUT_DIR/checkpoint.pt exactly where it stopped",
@@ -32,8 +34,10 @@ _HELP = {
     "limit": "graph task: use only the first N graphs (0: all); varmisuse task: parse N "
              "files (default 30)",
     "pool": "graph task: readout, sum or mean",
+    "folds": "graph task: K-fold cross-validation, stratified; the seed picks the fold "
+             "(test: seed mod K, validation: the next fold; 0: a seeded 80/10/10 split)",
     "mode": f"node task: {' or '.join(NODE_MODES)}-graph training (link: sampled only)",
-    "model": "node and link tasks: sage or gcn layers",
+    "model": "node and link tasks: sage or gcn layers (node task also gat)",
     "sampler": f"node (--mode sampled) and link tasks: {' or '.join(SAMPLERS)} "
                "(default: neighbor)",
     "fanouts": "node (--mode sampled) and link tasks: neighbours per layer, one per --layers",
@@ -42,6 +46,14 @@ _HELP = {
     "dependent": "node task, --mode sampled: dependent minibatches sharing variates over K "
                  "consecutive batches (0: independent)",
     "cache_size": "node task, --mode sampled: feature cache rows (0: no cache)",
+    "normalize_features": "node task: divide each input row by its sum (Kipf & Welling's "
+                          "preprocessing)",
+    "weight_decay_layers": "node task: weight decay on all layers or on the first only "
+                           "(Kipf & Welling's reference code)",
+    "activation": "node task: relu or elu between layers",
+    "heads": "node task, --model gat: attention heads per hidden layer (--hidden per head)",
+    "output_heads": "node task, --model gat: heads averaged in the output layer",
+    "attention_dropout": "node task, --model gat: dropout on attention coefficients",
     "distributed": "under torchrun: independent (each process its own minibatches, DDP) or "
                    "cooperative (node task, --mode sampled: the processes sample and compute "
                    "one global minibatch together)",
@@ -77,6 +89,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE.toml",
                         help="TOML file with the same keys (top level or under [train]); "
                              "flags override it")
+    _configure_recipes(parser)
     defaults = TrainConfig()
     for name, value in defaults.to_dict().items():
         flag = "--" + name.replace("_", "-")
@@ -90,6 +103,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         else:
             kind = type(value) if value is not None else str
             parser.add_argument(flag, type=kind, default=None, help=_help(name, value))
+
+
+def _configure_recipes(parser: argparse.ArgumentParser) -> None:
+    """--recipe, --seeds and --results (gnnforge/train/_recipes.py, _seeds.py)."""
+    parser.add_argument("--recipe", metavar="NAME",
+                        help="train with a paper's settings (`gnnforge recipes` lists them; "
+                             "flags override them); instead of --config")
+    parser.add_argument("--seeds", type=int, default=None, metavar="N",
+                        help="run seeds SEED..SEED+N-1 and print mean ± std of the test "
+                             "metric with a per-seed table (default with --recipe: 1)")
+    parser.add_argument("--results", metavar="FILE.csv|FILE.json", default=None,
+                        help="with --seeds or --recipe: also write the per-seed results")
 
 
 def _help(name: str, default: object) -> str:
@@ -209,9 +234,26 @@ def set_threads(threads: int) -> None:
 def starting(args: argparse.Namespace) -> str:
     """The first line a run prints (before torch loads), naming what it is about to do."""
     what = [f"--{name.replace('_', '-')} {getattr(args, name)}"
-            for name in ("task", "dataset", "limit", "epochs") if getattr(args, name, None)
-            is not None]
+            for name in ("recipe", "task", "dataset", "limit", "epochs", "seeds")
+            if getattr(args, name, None) is not None]
     return f"gnnforge train {' '.join(what)}: loading torch and the data...".replace("  ", " ")
+
+
+def _recipe(args: argparse.Namespace) -> Any:
+    """The --recipe's `Recipe` (None without one), after checking the flags around it."""
+    from gnnforge.train._seeds import check_results_path
+
+    check_results_path(args.results)
+    if args.recipe is None:
+        if args.results is not None and args.seeds is None:
+            raise ConfigError("--results writes the per-seed table: add --seeds N")
+        return None
+    if args.config is not None:
+        raise ConfigError(f"--recipe {args.recipe} is a config file already: drop --config "
+                          f"{args.config} (flags still override the recipe)")
+    from gnnforge.train._recipes import load_recipe
+
+    return load_recipe(args.recipe)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,10 +263,16 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
     try:
-        config = load_config(overrides, args.config)
+        recipe = _recipe(args)
+        config = load_config(overrides, args.config if recipe is None else recipe.path)
         if config.task != "varmisuse":
             check_out_dir(config.out_dir)  # fail now, not after the first epoch
         set_threads(config.threads)
+        if recipe is not None or args.seeds is not None:
+            from gnnforge.train._seeds import run_seeds_command
+
+            return run_seeds_command(config, args.seeds or 1, recipe, args.results,
+                                     build_task, fit)
         if config.task == "varmisuse":
             explicit = {k for k, v in overrides.items() if v is not None and k != "task"}
             if args.config is not None:

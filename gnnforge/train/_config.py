@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnforge._device import process_device
+from gnnforge.train._early_stopping import RULES as EARLY_STOPPING_RULES
 
 __all__ = ["ConfigError", "TrainConfig", "load_config"]
 
@@ -16,6 +17,13 @@ TASKS = ("graph", "node", "link", "varmisuse")
 # Each task's dataset when --dataset is not given.
 DEFAULT_DATASETS = {"graph": "nci-tpsa", "node": "pubmed", "link": "rmat"}
 NODE_MODES = ("full", "sampled")
+NODE_MODELS = ("sage", "gcn", "gat")
+WEIGHT_DECAY_LAYERS = ("all", "first")
+ACTIVATIONS = ("relu", "elu")
+# The node task's recipe options and their defaults (refused by the other tasks).
+NODE_RECIPE_OPTIONS = {"normalize_features": False, "weight_decay_layers": "all",
+                       "activation": "relu", "heads": 8, "output_heads": 1,
+                       "attention_dropout": 0.0}
 SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
@@ -43,6 +51,10 @@ class TrainConfig:
     seed: int = 0
     # Stop when the validation metric has not improved for this many epochs (0: never).
     patience: int = 10
+    # Which epoch's weights are tested and what patience watches: 'metric' (the task's
+    # validation metric), 'loss' (node task: validation loss) or 'loss-and-metric' (node
+    # task: the GAT code's rule; see gnnforge/train/_early_stopping.py).
+    early_stopping: str = "metric"
     out_dir: str = "runs/train"
     # Save a checkpoint every N optimiser steps inside an epoch (0: at epoch ends only).
     checkpoint_every: int = 0
@@ -55,6 +67,9 @@ class TrainConfig:
     batch_graphs: int = 32
     limit: int = 0
     pool: str = "sum"
+    # graph task: K-fold cross-validation (the GIN paper's protocol; 0: the seeded
+    # 80/10/10 split). The seed picks the fold; see gnnforge/train/_folds.py.
+    folds: int = 0
     # node task
     mode: str = "full"
     model: str = "sage"
@@ -65,6 +80,17 @@ class TrainConfig:
     # variates (LABOR paper, section 3.3); 0 means independent batches.
     dependent: int = 0
     cache_size: int = 0
+    # node task, the papers' recipes (gnnforge/train/recipes/): row-normalise the input
+    # features (Kipf & Welling's preprocessing: each bag-of-words row sums to 1); put the
+    # weight decay on 'all' layers or on the 'first' only (Kipf's reference code
+    # regularises the first layer's weights only); the activation between layers; GAT's
+    # heads per hidden layer, heads averaged in the output layer and attention dropout.
+    normalize_features: bool = False
+    weight_decay_layers: str = "all"
+    activation: str = "relu"
+    heads: int = 8
+    output_heads: int = 1
+    attention_dropout: float = 0.0
     # Under torchrun: 'independent' gives each process its own minibatches and averages
     # gradients with DDP; 'cooperative' (node task, sampled) has the processes sample and
     # compute one global minibatch together, each owning a partition of the vertices.
@@ -207,10 +233,14 @@ def validate(config: TrainConfig) -> None:
     for name in ("epochs", "hidden", "layers", "batch_graphs", "batch_size", "threads"):
         if getattr(config, name) < 1:
             raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(config, name)}")
+    if config.folds and (config.task != "graph" or config.folds < 3):
+        raise ConfigError(f"--folds {config.folds}: cross-validation needs --task graph and "
+                          "at least 3 folds (test, validation, training)")
     for name in ("patience", "checkpoint_every", "limit", "cache_size", "dependent",
                  "workers"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
+    _validate_early_stopping(config)
     if not 0.0 <= config.dropout < 1.0:
         raise ConfigError(f"--dropout must lie in [0, 1), got {config.dropout}")
     if not (math.isfinite(config.lr) and config.lr > 0):
@@ -226,7 +256,8 @@ def validate(config: TrainConfig) -> None:
         _validate_link(config)
     else:
         for name, default in (("mode", "full"), ("model", "sage"), ("sampler", None),
-                              ("dependent", 0), ("cache_size", 0), ("partition", "random")):
+                              ("dependent", 0), ("cache_size", 0), ("partition", "random"),
+                              *NODE_RECIPE_OPTIONS.items()):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                                   f"(got --task {config.task})")
@@ -270,6 +301,17 @@ def _validate_workers(config: TrainConfig) -> None:
         + (" --partitioned" if config.partitioned else "") + "; use --workers 0")
 
 
+def _validate_early_stopping(config: TrainConfig) -> None:
+    if config.early_stopping not in EARLY_STOPPING_RULES:
+        raise ConfigError(f"--early-stopping must be one of {EARLY_STOPPING_RULES}, got "
+                          f"{config.early_stopping!r}")
+    if config.early_stopping != "metric" and (config.task != "node"
+                                              or config.partitioned is not None):
+        raise ConfigError(f"--early-stopping {config.early_stopping} reads the validation "
+                          "loss, which only --task node (in memory) reports; use "
+                          "--early-stopping metric")
+
+
 VARMISUSE_BACKENDS = ("sparse", "banded", "both")
 
 
@@ -295,7 +337,8 @@ def _validate_link(config: TrainConfig) -> None:
     if config.mode != "sampled":
         raise ConfigError("--task link trains on sampled blocks (each batch's edges removed "
                           "from them); use --mode sampled")
-    for name, default in (("dependent", 0), ("cache_size", 0), ("partition", "random")):
+    for name, default in (("dependent", 0), ("cache_size", 0), ("partition", "random"),
+                          *NODE_RECIPE_OPTIONS.items()):
         if getattr(config, name) != default:
             raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                               "(got --task link)")
@@ -305,8 +348,9 @@ def _validate_link(config: TrainConfig) -> None:
 
 
 def _validate_node(config: TrainConfig) -> None:
-    if config.model not in ("sage", "gcn"):
-        raise ConfigError(f"--model must be 'sage' or 'gcn', got {config.model!r}")
+    if config.model not in NODE_MODELS:
+        raise ConfigError(f"--model must be one of {NODE_MODELS}, got {config.model!r}")
+    _validate_recipe_options(config)
     if config.mode not in NODE_MODES:
         raise ConfigError(f"--mode must be one of {NODE_MODES}, got {config.mode!r}")
     if config.mode == "full":
@@ -316,6 +360,33 @@ def _validate_node(config: TrainConfig) -> None:
                                   "(full-graph training does not sample)")
         return
     _validate_sampling(config)
+
+
+def _validate_recipe_options(config: TrainConfig) -> None:
+    """The node task's recipe options: known values, and GAT's only with --model gat."""
+    changed = [name for name, default in NODE_RECIPE_OPTIONS.items()
+               if getattr(config, name) != default]
+    if config.partitioned is not None and changed:
+        raise ConfigError(f"--{_flag(changed[0])} applies to in-memory node training, not to "
+                          "--partitioned runs")
+    for name, choices in (("weight_decay_layers", WEIGHT_DECAY_LAYERS),
+                          ("activation", ACTIVATIONS)):
+        if getattr(config, name) not in choices:
+            raise ConfigError(f"--{_flag(name)} must be one of {choices}, got "
+                              f"{getattr(config, name)!r}")
+    smallest = min(("heads", "output_heads"), key=lambda name: getattr(config, name))
+    if getattr(config, smallest) < 1:
+        raise ConfigError(f"--{_flag(smallest)} must be >= 1, got {getattr(config, smallest)}")
+    if not 0.0 <= config.attention_dropout < 1.0:
+        raise ConfigError(f"--attention-dropout must lie in [0, 1), got "
+                          f"{config.attention_dropout}")
+    if config.model != "gat":
+        for name in ("heads", "output_heads", "attention_dropout"):
+            if getattr(config, name) != NODE_RECIPE_OPTIONS[name]:
+                raise ConfigError(f"--{_flag(name)} applies to --model gat only (got --model "
+                                  f"{config.model})")
+    elif config.mode != "full" or config.partitioned is not None:
+        raise ConfigError("--model gat trains on the full graph: use --mode full")
 
 
 def _validate_sampling(config: TrainConfig) -> None:

@@ -24,8 +24,9 @@ from gnnforge._device import use_process_device
 from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_dir,
                                         load_checkpoint, restore_rng, save_checkpoint)
 from gnnforge.train._config import TrainConfig
-from gnnforge.train._workers import step_batches
+from gnnforge.train._early_stopping import Standing, judge
 from gnnforge.train._log import format_table, write_metrics
+from gnnforge.train._workers import step_batches
 
 __all__ = ["Task", "fit"]
 
@@ -38,6 +39,9 @@ class Task(Protocol):
     Optional attribute `cooperative` (default False): under torch.distributed every
     process takes its share of every batch (`batch(step)` on all ranks, the loss being
     that share of the global loss) and the loop sums gradients instead of using DDP.
+    Optional method `parameter_groups(model)`: the optimiser's parameter groups (default:
+    every parameter under --weight-decay). `evaluate(model, "val")` may also report
+    `val_loss`, which `--early-stopping loss` and `loss-and-metric` read.
     """
 
     name: str
@@ -65,10 +69,12 @@ class _Progress:
     loss_sum: float = 0.0       # sum of (mean batch loss x items) over finished steps
     items: int = 0
     seconds: float = 0.0        # training time spent in `epoch` so far
-    best: float | None = None
+    best: float | None = None   # the kept epoch's value (see _early_stopping.Standing)
     best_epoch: int = -1
     bad_epochs: int = 0
     stopped_early: bool = False
+    best_metric: float | None = None   # records for --early-stopping loss-and-metric
+    lowest_loss: float | None = None
 
 
 def init_distributed() -> tuple[int, int]:
@@ -115,8 +121,9 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     torch.manual_seed(config.seed)
     device = use_process_device(config.device)  # under torchrun: cuda means cuda:LOCAL_RANK
     model = task.build_model().to(device)  # the task moves its data (--device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
-                                 weight_decay=config.weight_decay)
+    # A task may split the parameters into groups (the node task's first-layer-only decay).
+    groups = getattr(task, "parameter_groups", lambda m: m.parameters())(model)
+    optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
     progress, history, best_state = _Progress(), [], None
     path = out_dir / CHECKPOINT
     if config.resume and path.exists():
@@ -367,15 +374,15 @@ def _finish_epoch(config, task, model, progress, history) -> dict[str, Any]:
            "train_seconds": progress.seconds,
            f"{task.items}_per_s": progress.items / max(progress.seconds, 1e-9)}
     history.append(row)
-    value = metrics[task.metric]
-    improved = progress.best is None or (value > progress.best if task.higher_is_better
-                                         else value < progress.best)
-    if improved:
-        progress.best, progress.best_epoch, progress.bad_epochs = value, progress.epoch, 0
-    else:
-        progress.bad_epochs += 1
-        if config.patience and progress.bad_epochs >= config.patience:
-            progress.stopped_early = True
+    standing = Standing(progress.best, progress.best_epoch, progress.best_metric,
+                        progress.lowest_loss, progress.bad_epochs)
+    judge(config.early_stopping, standing, progress.epoch, metrics[task.metric],
+          metrics.get("val_loss"), task.higher_is_better)
+    progress.best, progress.best_epoch = standing.kept, standing.kept_epoch
+    progress.best_metric, progress.lowest_loss = standing.best_metric, standing.lowest_loss
+    progress.bad_epochs = standing.bad_epochs
+    if config.patience and progress.bad_epochs >= config.patience:
+        progress.stopped_early = True
     return row
 
 
@@ -399,7 +406,8 @@ def _summary(task: Task, model, best_state, progress: _Progress, history: list,
         "epochs run": len(history),
         "stopped early": "yes" if progress.stopped_early else "no",
         "best epoch": progress.best_epoch + 1,
-        f"best {task.metric}": progress.best,
+        f"best {'val_loss' if config.early_stopping == 'loss' else task.metric}":
+            progress.best,
         **{f"final {k} (best epoch)": v for k, v in test.items()},
         "train time (s)": seconds,
         f"{task.items}/s (train)": items / max(seconds, 1e-9),

@@ -56,7 +56,7 @@ class GraphTask:
         if len(graphs) < 10:
             raise ValueError(f"graph task: need at least 10 graphs, got {len(graphs)}")
         self.config, self.graphs, self.target = config, graphs, target
-        self.splits = split_indices(len(graphs), config.seed)
+        self.splits = self._splits(graphs)
         self.loaders = {split: PackedSplit(graphs, indices, config.batch_graphs,
                                            seed=config.seed, shuffle=split == "train")
                         for split, indices in self.splits.items()}
@@ -88,6 +88,20 @@ class GraphTask:
         self.num_tasks = y.shape[1]
         self.metric = "val_accuracy" if self.classification else "val_mae"
         self.higher_is_better = self.classification
+
+    def _splits(self, graphs: list[Graph]) -> dict[str, list[int]]:
+        """The seeded 80/10/10 split, or with --folds K the seed's cross-validation fold."""
+        if not self.config.folds:
+            return split_indices(len(graphs), self.config.seed)
+        y = torch.stack([g.graph_data["y"] for g in graphs])
+        if y.dim() != 1 or y.is_floating_point():
+            raise ValueError("--folds stratifies by class: it needs one integer class per "
+                             f"graph (got targets of shape {tuple(y.shape)}, {y.dtype})")
+        from gnnforge.train._folds import fold_indices
+
+        self.name = f"{self.name}, fold {self.config.seed % self.config.folds + 1} of " \
+                    f"{self.config.folds}"
+        return fold_indices(y, self.config.folds, self.config.seed)
 
     def build_model(self) -> nn.Module:
         from gnnforge.nn import MoleculeGIN

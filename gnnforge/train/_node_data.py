@@ -4,8 +4,8 @@ Planetoid graphs keep their published split (`_node_task.load_node_dataset`). Th
 (the gnn-benchmark and GraphGallery npz sets, MUSAE) are made undirected and get the
 split of Shchur et al. ("Pitfalls of GNN evaluation", 2018): per class, 20 random train
 and 30 validation nodes, every other labelled node for testing, drawn from the seed.
-Inputs: the dataset's features when it has dense ones (non-negative ones row-normalised,
-as Planetoid's are); MUSAE's sparse feature ids as a
+Inputs: the dataset's features as shipped when it has dense ones (`--normalize-features`
+row-normalises them, as it does Planetoid's); MUSAE's sparse feature ids as a
 fixed random projection to 128 columns (a linear map of the multi-hot vector, which would
 be 4,714 wide); structural features (one-hot log2-degree bucket and scaled log degree)
 for a graph without features (musae-git).
@@ -21,7 +21,8 @@ from torch import Tensor
 
 from gnnforge.graph import Graph
 
-__all__ = ["PROJECTED_WIDTH", "labelled_graph", "per_class_split", "structural_features"]
+__all__ = ["PROJECTED_WIDTH", "labelled_graph", "per_class_split", "row_normalized",
+           "structural_features"]
 
 PROJECTED_WIDTH = 128
 TRAIN_PER_CLASS, VAL_PER_CLASS = 20, 30
@@ -67,11 +68,20 @@ def _project(feature_ids: Tensor, width: int, seed: int) -> Tensor:
     return torch.from_numpy(features.astype(np.float32))
 
 
-def _row_normalised(x: Tensor) -> Tensor:
-    """Non-negative bag-of-words rows scaled to sum 1 (as Planetoid's inputs are)."""
-    if x.numel() == 0 or bool((x < 0).any()):
-        return x
-    return x / x.sum(1, keepdim=True).clamp(min=1e-12)
+def row_normalized(x: Tensor) -> Tensor:
+    """Each row divided by its sum (rows summing to 0 stay 0): Kipf & Welling's
+    preprocessing of bag-of-words inputs. Negative entries are refused, since a row sum
+    is then no measure of the row's mass.
+
+    Raises:
+        ValueError: x has a negative entry (names its position).
+    """
+    if x.numel() and bool((x < 0).any()):
+        row, col = (int(i) for i in torch.nonzero(x < 0)[0])
+        raise ValueError(f"--normalize-features: x[{row}, {col}] = {float(x[row, col])} is "
+                         "negative; row normalisation needs non-negative features")
+    total = x.sum(1, keepdim=True)
+    return x / torch.where(total == 0, torch.ones_like(total), total)
 
 
 def labelled_graph(name: str, seed: int = 0) -> tuple[Graph, str]:
@@ -85,7 +95,7 @@ def labelled_graph(name: str, seed: int = 0) -> tuple[Graph, str]:
         raise ValueError(f"dataset {name!r} has no node labels; use --task link")
     y = graph.node_data["y"].long()
     if "x" in graph.node_data:
-        x, inputs = _row_normalised(graph.node_data["x"].float()), "its features, row-normalised"
+        x, inputs = graph.node_data["x"].float(), "its features"
     elif "feature_ids" in graph.node_data:
         x = _project(graph.node_data["feature_ids"], PROJECTED_WIDTH, seed)
         inputs = f"its sparse features randomly projected to {PROJECTED_WIDTH} columns"

@@ -80,6 +80,11 @@ class NodeTask:
         self.config, self.description = config, description
         self.graph = graph
         self.x, self.y = graph.node_data["x"].float(), graph.node_data["y"]
+        if config.normalize_features:
+            from gnnforge.train._node_data import row_normalized
+
+            self.x = row_normalized(self.x)
+            self.description += ", rows normalised to sum 1"
         self.num_classes = int(self.y.max()) + 1
         self.train_nodes = torch.nonzero(graph.node_data["train_mask"]).flatten()
         self.name = f"node classification ({config.mode}-graph {config.model.upper()})"
@@ -106,8 +111,8 @@ class NodeTask:
         """x as the model takes it: SparseFeatures when mostly zero and a path supports it."""
         density = int(torch.count_nonzero(self.x)) / max(self.x.numel(), 1)
         # The feature cache and the cooperative exchange move dense rows; off the CPU the
-        # input is dense too (SparseFeatures' kernels are the CPU ones).
-        if density >= SPARSE_INPUT_DENSITY or config.cache_size \
+        # input is dense too (SparseFeatures' kernels are the CPU ones); GAT takes dense x.
+        if density >= SPARSE_INPUT_DENSITY or config.cache_size or config.model == "gat" \
                 or config.distributed == "cooperative" or config.device != "cpu":
             return self.x
         from gnnforge.nn import SparseFeatures
@@ -131,9 +136,23 @@ class NodeTask:
     def build_model(self) -> nn.Module:
         from gnnforge.nn import NodeClassifier
 
-        return NodeClassifier(self.x.shape[1], self.config.hidden, self.num_classes,
-                              num_layers=self.config.layers, conv=self.config.model,
-                              dropout=self.config.dropout)
+        config = self.config
+        gat = {} if config.model != "gat" else dict(
+            heads=config.heads, output_heads=config.output_heads,
+            attention_dropout=config.attention_dropout)
+        return NodeClassifier(self.x.shape[1], config.hidden, self.num_classes,
+                              num_layers=config.layers, conv=config.model,
+                              dropout=config.dropout, activation=config.activation, **gat)
+
+    def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]]:
+        """The optimiser's groups: weight decay on every layer, or (`weight_decay_layers`
+        'first', Kipf & Welling's reference code) on the first layer only."""
+        if self.config.weight_decay_layers == "all":
+            return [{"params": list(model.parameters())}]
+        first = list(model.convs[0].parameters())
+        chosen = {id(p) for p in first}
+        rest = [p for p in model.parameters() if id(p) not in chosen]
+        return [{"params": first}, {"params": rest, "weight_decay": 0.0}]
 
     def plan_graph(self) -> Any:
         """What the planner plans the model on (`_engine._plan_model`): the full graph, or
@@ -195,7 +214,10 @@ class NodeTask:
         model.train()
         mask = self.device_graph.node_data[f"{split}_mask"]
         correct = (logits[mask].argmax(1) == self.y_device[mask]).float().mean()
-        return {f"{split}_accuracy": float(correct)}
+        metrics = {f"{split}_accuracy": float(correct)}
+        if split == "val" and self.config.early_stopping != "metric":  # what they read
+            metrics["val_loss"] = float(F.cross_entropy(logits[mask], self.y_device[mask]))
+        return metrics
 
     def epoch_stats(self) -> dict[str, float]:
         return self.sampler.epoch_stats() if self.sampled else {}

@@ -219,3 +219,57 @@ def test_rgcn_mean_is_exact_in_float64_after_float32(widths):
     ours, theirs = ours.double(), theirs.double()
     expected = theirs(x.double(), edge_index(graph), graph.edge_type)
     torch.testing.assert_close(ours(graph, x.double()), expected, atol=1e-13, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", GRAPHS)
+@pytest.mark.parametrize("aggr", ["mean", "sum", "max"])
+@pytest.mark.parametrize("options", [dict(), dict(root_weight=False, normalize=True)])
+def test_sage_project_equals_pyg(shape, aggr, options):
+    # PyG's project=True: x_j <- ReLU(lin(x_j)) before aggregating; the root reads raw x.
+    graph = random_graph(*shape)
+    ours = SAGEConv(6, 4, aggr=aggr, project=True, **options)
+    theirs = pyg.SAGEConv(6, 4, aggr=aggr, project=True, **options)
+    assert set(ours.state_dict()) == set(theirs.state_dict())
+    theirs.load_state_dict(ours.state_dict())
+    x = features(shape[0], graph.num_nodes, 6)
+    mine, given = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    out, expected = ours(graph, mine), theirs(given, edge_index(graph))
+    torch.testing.assert_close(out, expected, atol=ATOL, rtol=0)
+    out.square().sum().backward()
+    expected.square().sum().backward()
+    torch.testing.assert_close(mine.grad, given.grad, atol=1e-4, rtol=1e-4)
+    for (name, a), b in zip(ours.named_parameters(), [dict(theirs.named_parameters())[n]
+                                                     for n, _ in ours.named_parameters()]):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-4, rtol=1e-4, msg=name)
+
+
+def test_sage_project_on_a_block_and_sparse_input_equal_pyg():
+    from gnnforge.nn import SparseFeatures
+
+    block, index = random_block(7)
+    ours = SAGEConv(6, 4, project=True)
+    theirs = pyg.SAGEConv(6, 4, project=True)
+    theirs.load_state_dict(ours.state_dict())
+    x = features(7, block.num_src_nodes, 6)
+    x[x < 0.5] = 0.0
+    expected = theirs((x, x[:block.num_dst_nodes]), index,
+                      size=(block.num_src_nodes, block.num_dst_nodes))
+    torch.testing.assert_close(ours(block, x), expected, atol=ATOL, rtol=0)
+    sparse = SparseFeatures.from_dense(x)
+    torch.testing.assert_close(ours(block, sparse), expected, atol=ATOL, rtol=0)
+    assert ours.plan_expression() is None and "project=True" in repr(ours)
+
+
+@pytest.mark.parametrize("is_sorted", [False, True])
+def test_rgcn_is_sorted_is_accepted_with_the_same_results(is_sorted):
+    graph = random_graph(3, 30, 120, num_types=3)
+    order = torch.argsort(graph.edge_type, stable=True)   # sorted by type, as PyG asks
+    graph = Graph(graph.src[order], graph.dst[order], graph.num_nodes,
+                  edge_type=graph.edge_type[order])
+    ours = RGCNConv(6, 4, num_relations=3, is_sorted=is_sorted)
+    theirs = pyg.RGCNConv(6, 4, num_relations=3, is_sorted=is_sorted)
+    theirs.load_state_dict(ours.state_dict())
+    x = features(3, graph.num_nodes, 6)
+    expected = theirs(x, edge_index(graph), graph.edge_type)
+    torch.testing.assert_close(ours(graph, x), expected, atol=ATOL, rtol=0)
+    assert ours.is_sorted is is_sorted

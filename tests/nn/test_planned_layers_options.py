@@ -175,6 +175,29 @@ def test_sgc_cached_reuses_the_propagated_input():
     torch.testing.assert_close(ours(graph, other), ours(graph, x))
 
 
+@pytest.mark.parametrize("weighted", [True, False], ids=["weighted", "unweighted"])
+def test_sgc_cached_first_call_is_differentiable_as_in_pyg(weighted):
+    # PyG keeps the first cached call in the autograd graph (x and edge weights get their
+    # gradients); only later calls read the stored, detached A^K X.
+    for name, graph in random_graphs():
+        x = torch.randn(graph.num_nodes, 6)
+        weight = _weights(graph) if weighted else None
+        theirs = _copy(SGConv(6, 4, K=2), pyg.SGConv(6, 4, K=2, cached=True))[1]
+        want, want_grads = _run(theirs, lambda m, h, w: m(h, _index(graph), w), x, weight)
+        for plan in [None, *candidates(SGConv(6, 4, K=2).plan_expression())]:
+            ours = _copy(SGConv(6, 4, K=2, cached=True), pyg.SGConv(6, 4, K=2))[0]
+            ours.plan = plan
+            got, got_grads = _run(ours, lambda m, h, w: m(graph, h, w), x, weight)
+            torch.testing.assert_close(got, want, **TOL)
+            for key, grad in want_grads.items():
+                torch.testing.assert_close(got_grads[key], grad, **TOL,
+                                           msg=lambda m: f"{name} {plan} grad {key}: {m}")
+            # The second call reuses the detached value: no gradient reaches x.
+            again = x.clone().requires_grad_(True)
+            ours(graph, again).sum().backward()
+            assert again.grad is None
+
+
 FILLS = ["mean", "add", "min", "max", "mul", 0.5, "tensor"]
 
 
