@@ -158,8 +158,9 @@ class GraphTask:
         """
         model.eval()
         loader = self.loaders[split]
-        total = count = torch.zeros((), dtype=accumulator_dtype(self.device),
-                                    device=self.device)
+        # [1], copied from the CPU: XLA bakes a 0-d zero into the graph as a constant, and
+        # the first batch compiled apart from the others.
+        total = count = torch.zeros(1, dtype=accumulator_dtype(self.device)).to(self.device)
         for number in range(len(loader)):
             batch = self._model_input(loader.batch(number))
             score, weight = self._scores(model(batch), batch)                 # [B, T] each
