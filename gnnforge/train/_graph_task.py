@@ -158,9 +158,11 @@ class GraphTask:
         """
         model.eval()
         loader = self.loaders[split]
-        # [1], copied from the CPU: XLA bakes a 0-d zero into the graph as a constant, and
+        # Two [1] tensors copied from the CPU: XLA bakes a 0-d zero into the graph as a
+        # constant, and one tensor for both sums is one graph input, not two; either way
         # the first batch compiled apart from the others.
-        total = count = torch.zeros(1, dtype=accumulator_dtype(self.device)).to(self.device)
+        total, count = (torch.zeros(1, dtype=accumulator_dtype(self.device)).to(self.device)
+                        for _ in range(2))
         for number in range(len(loader)):
             batch = self._model_input(loader.batch(number))
             score, weight = self._scores(model(batch), batch)                 # [B, T] each
