@@ -67,3 +67,12 @@ def test_step_equals_the_cpu_step_in_float64(tmp_path):
                                        msg=lambda text, name=name: f"{name}: {text}")
         model.zero_grad()
         cpu_model.zero_grad()
+
+
+def test_xla_takes_the_graph_task_only():
+    from gnnforge.train._config import ConfigError
+
+    with pytest.raises(ConfigError, match="--device xla trains --task graph"):
+        load_config({"device": "xla", "task": "node", "dataset": "sbm"})
+    with pytest.raises(ConfigError, match="drop --compile"):
+        load_config({"device": "xla", "compile": True})
