@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["lazy_device", "static_shapes"]
+__all__ = ["bincount", "lazy_device", "static_shapes"]
 
 
 def lazy_device(tensor: Tensor | None) -> bool:
@@ -29,3 +29,13 @@ def static_shapes(*tensors: Tensor | None) -> bool:
     """True under torch.compile or when any of `tensors` is an XLA tensor: no host reads
     and no data-dependent shapes here."""
     return torch.compiler.is_compiling() or any(lazy_device(t) for t in tensors)
+
+
+def bincount(index: Tensor, length: int) -> Tensor:
+    """[length] int64 count of each value in `index` (all in [0, length)): `torch.bincount`,
+    or on XLA, which cannot lower bincount (a CPU fallback), a scatter-add of ones."""
+    if lazy_device(index):
+        ones = torch.ones_like(index, dtype=torch.int64)
+        return torch.zeros(length, dtype=torch.int64, device=index.device).index_add(0, index,
+                                                                                      ones)
+    return torch.bincount(index, minlength=length)

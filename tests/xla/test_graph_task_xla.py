@@ -69,10 +69,13 @@ def test_step_equals_the_cpu_step_in_float64(tmp_path):
         cpu_model.zero_grad()
 
 
-def test_xla_takes_the_graph_task_only():
+def test_xla_takes_packs_and_full_graphs_only():
     from gnnforge.train._config import ConfigError
 
-    with pytest.raises(ConfigError, match="--device xla trains --task graph"):
-        load_config({"device": "xla", "task": "node", "dataset": "sbm"})
+    with pytest.raises(ConfigError, match="--device xla trains --task graph .* got --task "
+                                          "node --mode sampled"):
+        load_config({"device": "xla", "task": "node", "mode": "sampled", "dataset": "sbm"})
+    with pytest.raises(ConfigError, match="got --task link"):
+        load_config({"device": "xla", "task": "link", "dataset": "sbm"})
     with pytest.raises(ConfigError, match="drop --compile"):
         load_config({"device": "xla", "compile": True})
