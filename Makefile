@@ -9,7 +9,7 @@ VENV := .venv
 PIP := $(VENV)/bin/python -m pip install -c constraints.txt
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test benchmarks clean
+.PHONY: setup run test benchmarks clean xla-env test-xla
 
 setup: $(STAMP)
 
@@ -30,6 +30,26 @@ test: setup
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/python -m pytest -q
 
+# The XLA environment: torch_xla runs on the CPU (PJRT_DEVICE=CPU) and compiles, caches and
+# recompiles as on a TPU. It needs torch==2.9.0 (a CUDA build on PyPI, with its nvidia-* wheels),
+# so it lives in its own .venv-xla and never touches .venv (README, "XLA").
+XLA_VENV := .venv-xla
+XLA_PIP := $(XLA_VENV)/bin/python -m pip install -c constraints-xla.txt
+XLA_STAMP := $(XLA_VENV)/.installed
+
+xla-env: $(XLA_STAMP)
+
+$(XLA_STAMP): pyproject.toml constraints-xla.txt Makefile
+	test -x $(XLA_VENV)/bin/python || $(PYTHON) -m venv $(XLA_VENV)
+	$(XLA_PIP) --upgrade pip
+	$(XLA_PIP) torch==2.9.0 torch_xla==2.9.0
+	$(XLA_PIP) -e '.[chem,test]'
+	touch $(XLA_STAMP)
+
+# The tests marked `xla` (tests/xla), on XLA's CPU device.
+test-xla: xla-env
+	PJRT_DEVICE=CPU $(XLA_VENV)/bin/python -m pytest -q -m xla tests/xla
+
 # Regenerate BENCHMARKS.md (over an hour on 2 cores): `make benchmarks`, with
 # PEER_PYTHON=/path/to/venv/bin/python (DGL and PyG) for the peer columns and ONLY=SECTION,...
 # to rewrite some sections only (benchmarks/report.py).
@@ -37,4 +57,4 @@ benchmarks: setup
 	$(VENV)/bin/python benchmarks/report.py $(if $(PEER_PYTHON),--peer-python $(PEER_PYTHON)) $(if $(ONLY),--only $(ONLY))
 
 clean:
-	rm -rf $(VENV) .gnnforge_cache "$${GNNFORGE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/gnnforge}"
+	rm -rf $(VENV) $(XLA_VENV) .gnnforge_cache "$${GNNFORGE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/gnnforge}"

@@ -5,7 +5,8 @@ target device. Copies to a GPU go through page-locked (pinned) memory and are is
 non-blocking, so they overlap the kernels already queued; a copy to the CPU is a no-op.
 `pin` does the page-locking alone, so a background thread can take it off the critical
 path. Under torchrun, `process_device` gives each process its own GPU (`cuda` means
-`cuda:LOCAL_RANK`, as DDP expects).
+`cuda:LOCAL_RANK`, as DDP expects). 'xla' is torch_xla's device (a TPU, or the CPU under
+PJRT_DEVICE=CPU), from the separate XLA environment (`make xla-env`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ if TYPE_CHECKING:  # torch loads only when a device is resolved: `--help` never 
 
 __all__ = ["pin", "process_device", "resolve_device", "to_device", "use_process_device"]
 
-_PATTERN = re.compile(r"cpu|cuda(:\d+)?")
+_PATTERN = re.compile(r"cpu|cuda(:\d+)?|xla(:\d+)?")
 
 
 def resolve_device(text: str | torch.device, option: str = "--device") -> torch.device:
-    """The torch.device `text` names ('cpu', 'cuda' or 'cuda:N'), checked on this machine.
+    """The torch.device `text` names ('cpu', 'cuda', 'cuda:N' or 'xla'), checked on this
+    machine. 'xla' imports torch_xla and is its current device (xla:0).
 
     Raises:
         ValueError: one line naming `option`, the value and what this machine has.
@@ -33,7 +35,9 @@ def resolve_device(text: str | torch.device, option: str = "--device") -> torch.
 
     name = str(text).strip()
     if not _PATTERN.fullmatch(name):
-        raise ValueError(f"{option} must be 'cpu', 'cuda' or 'cuda:N', got {name!r}")
+        raise ValueError(f"{option} must be 'cpu', 'cuda', 'cuda:N' or 'xla', got {name!r}")
+    if name.startswith("xla"):
+        return _xla_device(name, option)
     device = torch.device(name)
     if device.type == "cuda":
         if not torch.cuda.is_available():
@@ -45,6 +49,21 @@ def resolve_device(text: str | torch.device, option: str = "--device") -> torch.
         if device.index is not None and device.index >= count:
             raise ValueError(f"{option} {name}: this machine has {count} CUDA device(s) "
                              f"(cuda:0 to cuda:{count - 1})")
+    return device
+
+
+def _xla_device(name: str, option: str) -> torch.device:
+    """torch_xla's device for 'xla' / 'xla:0'; a one-line error without torch_xla."""
+    try:
+        import torch_xla
+    except ImportError:
+        raise ValueError(f"{option} {name}: torch_xla is not installed in this environment; "
+                         "build the XLA one with `make xla-env` and run .venv-xla/bin/gnnforge "
+                         "(PJRT_DEVICE=CPU without a TPU)") from None
+    device = torch_xla.device()
+    if name not in ("xla", str(device)):
+        raise ValueError(f"{option} {name}: this process has one XLA device, {device}; "
+                         f"use {option} xla")
     return device
 
 

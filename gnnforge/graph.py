@@ -24,6 +24,7 @@ from torch import Tensor
 
 from gnnforge import _device
 from gnnforge._interop import GraphParts, data_list_to_pyg, parts_from_pyg, parts_to_pyg
+from gnnforge._static_shapes import bincount
 
 __all__ = ["BipartiteGraph", "Graph", "GraphBatch", "GraphError", "Subgraph"]
 
@@ -148,7 +149,7 @@ def _compress(major: Tensor, minor: Tensor, num_major: int, num_minor: int,
     # what makes a pull kernel read source features in memory order.
     order = _lexicographic_order([major, minor], [num_major, num_minor])
     ptr = torch.zeros(num_major + 1, dtype=torch.int64, device=major.device)
-    ptr[1:] = torch.cumsum(torch.bincount(major, minlength=num_major), 0)
+    ptr[1:] = torch.cumsum(bincount(major, num_major), 0)  # XLA: no bincount fallback
     return ptr.to(index_dtype), minor[order].to(index_dtype), order.to(index_dtype)
 
 

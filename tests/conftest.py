@@ -1,4 +1,4 @@
-"""Shared test fixtures: the real-data folder and the GPU skip."""
+"""Shared test fixtures: the real-data folder, the GPU skip and the XLA skip."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from gnnforge._compat import available
 from gnnforge.data import shared_datasets_dir
 
 
@@ -38,9 +39,12 @@ def one_thread():
 
 
 def pytest_collection_modifyitems(config, items):
-    if torch.cuda.is_available():
-        return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    skip_xla = pytest.mark.skip(reason="needs torch_xla: run `make test-xla` (the .venv-xla "
+                                       "environment)")
+    cuda, xla = torch.cuda.is_available(), available("torch_xla")
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords and not cuda:
             item.add_marker(skip_gpu)
+        if "xla" in item.keywords and not xla:
+            item.add_marker(skip_xla)

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from gnnforge._static_shapes import lazy_device
 from gnnforge.graph import Graph
 from gnnforge.plan._execute import Structure, gcn_structure
 from gnnforge.plan._graph_cache import GRAPH_CACHE
@@ -32,6 +33,11 @@ def loop_graph(graph: Any, self_loops: bool) -> Any:
     edge data are dropped: these layers are not relational (PyG ignores edge types)."""
     if not (self_loops and isinstance(graph, Graph)):
         return graph
+    if lazy_device(graph.src):
+        # XLA: how many loops there are comes from the data (a `nonzero`, which XLA runs on
+        # the CPU): build the loop graph on the CPU instead, once per graph (the callers
+        # cache it), and copy it over.
+        return loop_graph(graph.to("cpu"), self_loops).to(graph.src.device)
     untyped = Graph._trusted(graph.src, graph.dst, graph.num_nodes)
     return untyped.remove_self_loops().add_self_loops()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from gnnforge._static_shapes import static_shapes
+
 __all__ = ["MaskedBatchNorm1d"]
 
 
@@ -31,9 +33,9 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         if mask is None or not (self.training or not self.track_running_stats):
             return super().forward(x)
-        # Traced (torch.compile): the general masked path; finding the prefix reads the
-        # mask on the host and slices to a data-dependent size.
-        real = None if torch.compiler.is_compiling() else _prefix_length(mask)
+        # Static shapes (torch.compile, XLA): the general masked path; finding the prefix
+        # reads the mask on the host and slices to a data-dependent size.
+        real = None if static_shapes(x, mask) else _prefix_length(mask)
         if real is not None and real >= 2:
             return self._prefix_forward(x, real)
         weight = mask.to(x.dtype)                                      # [N]
@@ -86,9 +88,9 @@ def _row_sum(weight: Tensor, x: Tensor) -> Tensor:
     product is a call out to BLAS that nothing fuses with; forward and backward of the
     main job's six batch norms made 24 such calls per step, and the compiled step ran at
     0.99x eager with them, 1.02x without (benchmarks/compile.py, one interleaved run
-    each). Same sums, other rounding.
+    each). Same sums, other rounding. XLA fuses the same way, so it takes that form too.
     """
-    if torch.compiler.is_compiling():
+    if static_shapes(x):
         return (x * weight.unsqueeze(1)).sum(0)
     return weight @ x
 

@@ -11,7 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge._static_shapes import static_shapes
 from gnnforge.graph import GraphBatch
+from gnnforge.nn._bag_sum import bag_sum
 from gnnforge.nn._embedding_sum import embedding_sum, embedding_sum_available
 from gnnforge.nn._gin_conv import GINEConv
 from gnnforge.nn._gine_message import fused_gine_available, gine_message_sum
@@ -40,8 +42,10 @@ class FeatureEncoder(nn.Module):
     Otherwise (atom features), on CPU float tables, the `embedding_sum` kernel sums each
     row's C table rows, and its backward accumulates without sorting. Elsewhere the
     distinct rows of the batch are embedded once with `embedding_bag` over the stacked
-    tables and each row gathers its distinct row's sum; traced, or above 2**62
-    combinations (no int64 row code), one `embedding_bag` over all N rows.
+    tables and each row gathers its distinct row's sum; with static shapes (traced, or
+    XLA: `gnnforge._static_shapes`), or above 2**62 combinations (no int64 row code), one
+    bag over all N rows (`bag_sum`: a gather and a sum on XLA, which cannot lower
+    `embedding_bag`).
 
     Shapes:
         features: [N, C] int64 with column c in [0, vocabulary_sizes[c]); returns [N, D].
@@ -86,12 +90,14 @@ class FeatureEncoder(nn.Module):
         """[N, W] sum over columns c of table[offsets[c] + features[:, c]] for any [V, W].
 
         Raises:
-            ValueError: when a feature value is outside its column's vocabulary.
+            ValueError: when a feature value is outside its column's vocabulary (not with
+                static shapes, where the check would read the host: the caller checks
+                once, `check_inputs`).
         """
-        if not torch.compiler.is_compiling():  # traced: the caller checks (`check_inputs`)
+        if not static_shapes(features, table):
             self._check_range(features)
         if self.combinations is not None:
-            every = F.embedding_bag(self.combinations, table, mode="sum")       # [K, W]
+            every = bag_sum(self.combinations, table)                           # [K, W]
             return every.index_select(0, features @ self.strides)
         if embedding_sum_available(features, table):
             # Sum of the C rows in one pass, backward without embedding_bag's index sort
@@ -99,7 +105,7 @@ class FeatureEncoder(nn.Module):
             # every row: no data-dependent shape, so torch.compile takes it as well.
             return embedding_sum(features + self.offsets, table)               # [N, W]
         if (self.strides is not None and features.shape[0] > 0
-                and not torch.compiler.is_compiling()):  # unique's size depends on the data
+                and not static_shapes(features, table)):  # unique's size depends on the data
             # Molecules repeat few distinct atom rows: embed each distinct row once, then
             # gather; backward sums N gradient rows into U, and the bag backward sees U * C.
             distinct, inverse = torch.unique(features @ self.strides, return_inverse=True)
@@ -108,7 +114,7 @@ class FeatureEncoder(nn.Module):
             every = F.embedding_bag(rows + self.offsets, table, mode="sum")    # [U, W]
             return every.index_select(0, inverse)
         # One bag of C rows per input row: no [N, C, W] intermediate in forward or backward.
-        return F.embedding_bag(features + self.offsets, table, mode="sum")     # [N, W]
+        return bag_sum(features + self.offsets, table)                         # [N, W]
 
     def _check_range(self, features: Tensor) -> None:
         bad = (features < 0) | (features >= self.sizes)
@@ -174,9 +180,9 @@ class MoleculeGIN(nn.Module):
         x, edge_attr = batch.node_data["x"], batch.edge_data["edge_attr"]
         tables = self._bond_tables(edge_attr)
         graph = batch
-        # Traced (torch.compile): every layer runs masked over the whole padded pack, so
-        # the step has the pack's fixed shapes and no data-dependent slicing.
-        real = (None if tables is None or mask is None or torch.compiler.is_compiling()
+        # Static shapes (torch.compile, XLA): every layer runs masked over the whole padded
+        # pack, so the step has the pack's fixed shapes and no data-dependent slicing.
+        real = (None if tables is None or mask is None or static_shapes(x)
                 else _real_prefix(batch, mask))
         if real is not None:
             # Packed batches put padding nodes last and padding edges only between them:
@@ -205,10 +211,10 @@ class MoleculeGIN(nn.Module):
         if first.combinations is None or not first.accepts(edge_attr):
             return None
         table = torch.cat([encoder.table() for encoder in self.bond_encoders], dim=1)
-        every = F.embedding_bag(first.combinations, table, mode="sum")         # [K, L*D]
-        if not fused_gine_available(every, every):
+        if not fused_gine_available(table, table):  # the bag's result has table's kind
             return None
-        if not torch.compiler.is_compiling():  # traced: the caller checks (`check_inputs`)
+        every = bag_sum(first.combinations, table)                             # [K, L*D]
+        if not static_shapes(edge_attr):  # traced: the caller checks (`check_inputs`)
             first._check_range(edge_attr)
         return every.split(every.shape[1] // len(self.bond_encoders), dim=1), \
             edge_attr @ first.strides
@@ -230,9 +236,10 @@ class MoleculeGIN(nn.Module):
     def check_inputs(self, batch: GraphBatch | StaticBatch) -> None:
         """Raise ValueError naming the first atom or bond feature outside its vocabulary.
 
-        forward checks this itself, except under torch.compile, where a data-dependent
-        error would break the graph: there the caller checks once (`gnnforge train
-        --compile` checks the whole dataset before the first step).
+        forward checks this itself, except with static shapes (torch.compile, XLA), where
+        a data-dependent error would break the graph or read the host every step: there
+        the caller checks once (`gnnforge train --compile` and `--device xla` check the
+        whole CPU dataset before the first step).
         """
         self.atom_encoder._check_range(batch.node_data["x"])
         edge_attr = batch.edge_data["edge_attr"]

@@ -10,6 +10,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from gnnforge._static_shapes import lazy_device
+from gnnforge.ops._degree import in_degree
+from gnnforge.ops._static_extreme import extreme_static
+
 __all__ = ["edge_message_ref", "gsddmm_ref", "gspmm_ref"]
 
 
@@ -39,7 +43,7 @@ def gspmm_ref(graph, op: str, reduce: str, lhs: Tensor | None, rhs: Tensor | Non
     if reduce in ("sum", "mean"):
         out = message.new_zeros(shape).index_add(0, dst, message)
         if reduce == "mean":
-            degree = torch.bincount(dst, minlength=graph.num_dst_nodes).clamp(min=1)
+            degree = in_degree(graph).clamp(min=1)
             out = out / degree.to(out.dtype).reshape(-1, *[1] * (out.dim() - 1))
         return out
     return _extreme_ref(dst, message, shape, "amax" if reduce == "max" else "amin")
@@ -52,8 +56,11 @@ def _extreme_ref(dst: Tensor, message: Tensor, shape: tuple[int, ...], reduce: s
     include_self=False, so on a zero-initialised output a tie at exactly 0 lost a share
     (two tied edges got 1/3 each). The initial value here is made to differ from each
     row's result (1 where the result is 0, else 0), so only the edges share the gradient;
-    rows without edges keep 0.
+    rows without edges keep 0. On XLA, which lowers only the include_self=True form, one
+    scatter from the reduction's identity (`_static_extreme`).
     """
+    if lazy_device(message):
+        return extreme_static(dst, message, shape, reduce)
     index = dst.reshape(-1, *[1] * (message.dim() - 1)).expand_as(message)
     with torch.no_grad():
         result = message.new_zeros(shape).scatter_reduce(0, index, message, reduce=reduce,

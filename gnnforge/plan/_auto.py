@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor, nn
 
+from gnnforge._static_shapes import lazy_device, static_shapes
 from gnnforge.graph import Graph
 from gnnforge.plan._candidates import default_composition, is_valid_plan
 from gnnforge.plan._decide import in_doubt
@@ -47,6 +48,9 @@ __all__ = ["AUTO", "DEFAULT", "AutoPlan", "AutoSettings", "auto_plans", "auto_re
 
 AUTO, DEFAULT = "auto", "default"
 _MEASURE_MODES = ("doubt", "always", "never")
+# Why an XLA layer keeps the default: its calls are recorded, not run, so a race would
+# time the tracing; and the cost models are for the CPU.
+_LAZY = "default order: on a lazy XLA device calls are traced, not run, so nothing races"
 _MAX_RACERS = 4  # GCN's four orders when both realisations of Â and both regimes are in doubt
 # A candidate in doubt whose aggregations are this many times wider than another's, which
 # the models also predict cheaper, does not race (below).
@@ -219,7 +223,8 @@ class AutoPlan:
         if self.plan is None:
             runs = sum(len(t) for t in self.race.times.values())
             return f"measuring ({runs} timed runs so far; {self.reason})"
-        how = f"measured ({self.reason})" if self.race is not None else "predicted"
+        how = (f"measured ({self.reason})" if self.race is not None
+               else self.reason or "predicted")
         return (f"{self.plan}  [{how}; overhead {self.overhead_s * 1e3:.2f} ms]")
 
 
@@ -466,8 +471,11 @@ def run_plan(layer: nn.Module, expression: Node, structure: Structure,
     training = layer.training and torch.is_grad_enabled()
     key = plan_key(structure.graph, x, training)
     plans = auto_plans(layer)
-    if torch.compiler.is_compiling():  # no timing inside a traced graph
+    if static_shapes(x):  # no timing inside a traced graph, nor of a lazy XLA step
         entry = plans.get(key)
+        if entry is None and lazy_device(x):  # not traced: the entry may be stored
+            entry = plans[key] = AutoPlan(key, None, _LAZY, 0.0, None,
+                                          default_composition(expression))
         chosen = entry.plan if entry is not None and entry.plan is not None else None
         return run(chosen or default_composition(expression), leaves)
     entry = plans.get(key)

@@ -17,6 +17,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gnnforge import ops
+from gnnforge.ops._degree import in_degree as node_in_degree
+from gnnforge.ops._degree import out_degree as node_out_degree
 from gnnforge.plan._fused_sums import sum_terms
 from gnnforge.plan._ir import Node, is_block_diagonal, is_sparse
 from gnnforge.plan._primitives import (Composition, is_dynamic_propagation,
@@ -86,9 +88,8 @@ def gcn_structure(graph: Any, dtype: torch.dtype, symmetric: bool,
     flow to the weights through them."""
     src, dst = graph.coo()
     if edge_weight is None:
-        in_degree = torch.bincount(dst, minlength=graph.num_dst_nodes)
-        out_degree = (in_degree if symmetric
-                      else torch.bincount(src, minlength=graph.num_src_nodes))
+        in_degree = node_in_degree(graph)
+        out_degree = in_degree if symmetric else node_out_degree(graph)
         return Structure(graph, _inv_sqrt(out_degree, dtype), _inv_sqrt(in_degree, dtype))
     weight = edge_weight.to(dtype)
     in_degree = weight.new_zeros(graph.num_dst_nodes).index_add(0, dst, weight)

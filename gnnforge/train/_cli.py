@@ -58,7 +58,8 @@ _HELP = {
                    "cooperative (node task, --mode sampled: the processes sample and compute "
                    "one global minibatch together)",
     "partition": "--distributed cooperative: vertex partition, random or metis",
-    "device": "where the model trains: cpu, cuda or cuda:N (samplers and packing stay on "
+    "device": "where the model trains: cpu, cuda, cuda:N or xla (--task graph, or node "
+              "--mode full; torch_xla from `make xla-env`; samplers and packing stay on "
               "the CPU; batches are copied over through pinned memory)",
     "compile": "run the training step under torch.compile(fullgraph=True, dynamic=False) "
                "and end with the compile counts (frames, graph breaks, recompiles)",

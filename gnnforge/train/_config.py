@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -278,9 +279,28 @@ def validate(config: TrainConfig) -> None:
                           + (f" --mode {config.mode}" if config.task == "node" else "")
                           + (f" --backend {config.backend}" if config.task == "varmisuse"
                              else "") + ")")
+    _validate_xla(config)
     _validate_workers(config)
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
+
+
+def _validate_xla(config: TrainConfig) -> None:
+    """--device xla trains the graph task (packed, fixed-shape batches) and the node task
+    on the full graph (one shape), in one process; XLA compiles the step itself, so
+    --compile does not apply."""
+    if not str(config.device).strip().startswith("xla"):
+        return
+    if not (config.task == "graph" or (config.task == "node" and config.mode == "full")):
+        mode = f" --mode {config.mode}" if config.task == "node" else ""
+        raise ConfigError(f"--device xla trains --task graph (fixed-shape packs) or --task "
+                          f"node --mode full (one graph), got --task {config.task}{mode}; "
+                          "use --device cpu or cuda for it")
+    if config.compile:
+        raise ConfigError("--compile with --device xla: XLA compiles every step itself; "
+                          "drop --compile")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ConfigError("--device xla runs in one process; start it without torchrun")
 
 
 def _validate_workers(config: TrainConfig) -> None:

@@ -27,6 +27,7 @@ from gnnforge.train._config import TrainConfig
 from gnnforge.train._early_stopping import Standing, judge
 from gnnforge.train._log import format_table, write_metrics
 from gnnforge.train._workers import step_batches
+from gnnforge.train._xla_meter import accumulator_dtype
 
 __all__ = ["Task", "fit"]
 
@@ -147,7 +148,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
                      rank, world)
         row = _finish_epoch(config, task, model, progress, history)
         if progress.best_epoch == progress.epoch:
-            best_state = copy.deepcopy(model.state_dict())
+            best_state = _snapshot(model)
         if rank == 0:
             printer(_epoch_line(row, config.epochs))
         progress.epoch, progress.step = progress.epoch + 1, 0
@@ -160,13 +161,28 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     if compiled is not None:  # the counts go to metrics.json and end the output
         summary["compile"] = dict(zip(("frames", "graph_breaks", "recompiles"),
                                       compiled.counts()))
+    meter = getattr(task, "xla", None)
+    if meter is not None:  # as the compile counts: metrics.json and the last line
+        summary["xla"] = meter.counts()
     if rank == 0:
         write_metrics(out_dir, history, summary)
-        table = [(k, v) for k, v in summary.items() if k != "compile"]
+        table = [(k, v) for k, v in summary.items() if k not in ("compile", "xla")]
         printer(format_table(table, f"gnnforge train: {task.name}"))
         if compiled is not None:
             printer(compiled.report())
+        if meter is not None:
+            printer(meter.report())
     return summary
+
+
+def _snapshot(model: nn.Module) -> dict[str, Tensor]:
+    """A copy of the model's state (the best epoch's weights). On XLA it is read to the
+    CPU: a device copy would be recorded lazily and run inside the next training step,
+    a graph of its own (one more compile per improving epoch)."""
+    state = model.state_dict()
+    if any(tensor.device.type == "xla" for tensor in state.values()):
+        return {name: tensor.detach().cpu() for name, tensor in state.items()}
+    return copy.deepcopy(state)
 
 
 def _plan_model(model: nn.Module, task: Task, printer) -> None:
@@ -294,7 +310,8 @@ class _LossSum:
     losses are added up detached, in float64, in the order of the steps, which is exactly
     the old host sum `start + loss_1 * items_1 + ...` (float64 products and sums of the
     same values), and read only when a value is needed: at the epoch's end, for a
-    checkpoint, and for the progress bar at most once per second.
+    checkpoint, and for the progress bar at most once per second. On XLA the sum is
+    float32 (TPUs have no float64; `accumulator_dtype`).
     """
 
     BAR_PERIOD_S = 1.0
@@ -305,12 +322,18 @@ class _LossSum:
         self.shown_at = time.monotonic()
 
     def add(self, loss: Tensor, items: int) -> None:
-        term = loss.detach().to(torch.float64) * items
-        self.total = term + self.start if self.total is None else self.total + term
+        term = loss.detach().to(accumulator_dtype(loss.device)) * items
+        if self.total is None:  # a tensor from the start: every step adds the same way
+            # (on XLA a `term + float` first step was a graph, and a compile, of its own).
+            # [1], copied from the CPU: XLA bakes a 0-d 0.0 or 1.0 into the graph as a
+            # constant, and the epoch's first step compiled again.
+            self.total = torch.tensor([self.start], dtype=term.dtype).to(term.device)
+        self.total = self.total + term
 
     def value(self) -> float:
         """The sum so far: a host sync when steps were added since the last read."""
-        return self.start if self.total is None else self.total.item()
+        # Through .cpu(): on XLA, .item() is an `aten::_local_scalar_dense` CPU fallback.
+        return self.start if self.total is None else self.total.cpu().item()
 
     def due(self) -> bool:
         """True at most once per BAR_PERIOD_S: time to show the running mean."""
@@ -334,6 +357,7 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
     bar = tqdm(total=steps, initial=progress.step, disable=True if quiet else None,
                desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
     losses = _LossSum(progress.loss_sum)
+    meter = getattr(task, "xla", None)  # XLA: one graph per step, ended after the update
     batches = step_batches(task.batch, [step if shared else step * world + rank
                                         for step in range(progress.step, steps)],
                            config.workers)
@@ -345,6 +369,8 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
         loss.backward()
         losses.add(_all_reduce_step(model, loss) if shared and world > 1 else loss, items)
         optimizer.step()
+        if meter is not None:
+            meter.sync()
         # The next batch is sampled before `batch = ...` rebinds the name: drop this one
         # (blocks, input rows) and the loss's graph first, so only one batch is alive.
         del batch, loss

@@ -14,6 +14,7 @@ from gnnforge.packing import StaticBatch
 from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._packed_split import PackedSplit
+from gnnforge.train._xla_meter import XlaMeter, accumulator_dtype
 
 __all__ = ["GraphTask", "split_indices"]
 
@@ -57,9 +58,13 @@ class GraphTask:
             raise ValueError(f"graph task: need at least 10 graphs, got {len(graphs)}")
         self.config, self.graphs, self.target = config, graphs, target
         self.splits = self._splits(graphs)
-        self.loaders = {split: PackedSplit(graphs, indices, config.batch_graphs,
-                                           seed=config.seed, shuffle=split == "train")
-                        for split, indices in self.splits.items()}
+        train = PackedSplit(graphs, self.splits["train"], config.batch_graphs, seed=config.seed)
+        # One batch shape for every split where the graphs fit the training limits: one
+        # compiled evaluation step serves validation and test.
+        self.loaders = {"train": train, **{
+            split: PackedSplit(graphs, self.splits[split], config.batch_graphs,
+                               seed=config.seed, shuffle=False, limits=train.limits)
+            for split in ("val", "test")}}
         for split in ("val", "test"):
             self.loaders[split].plan(0)
         # --compile: the loss (and its backward) under torch.compile, one graph per pack
@@ -69,6 +74,8 @@ class GraphTask:
         # as a StaticBatch with every array precomputed, copied over pinned memory.
         self.device = process_device(config.device)  # under torchrun: cuda:LOCAL_RANK
         self._static = config.compile or self.device.type != "cpu"
+        # XLA: the step ends after the update and after each evaluation batch (`sync`).
+        self.xla = XlaMeter() if self.device.type == "xla" else None
         y = torch.stack([g.graph_data["y"] for g in graphs])
         self.multiclass = y.dim() == 1 and not y.is_floating_point()
         if self.multiclass:                                                   # [G] classes
@@ -110,7 +117,8 @@ class GraphTask:
                             hidden=self.config.hidden, num_layers=self.config.layers,
                             num_tasks=self.num_tasks, pool=self.config.pool,
                             dropout=self.config.dropout)
-        if self.compiled is not None:  # the compiled forward leaves this check to us
+        if self.compiled is not None or self.xla is not None:
+            # Compiled or on XLA the forward leaves this check to us: once, on the CPU.
             model.check_inputs(GraphBatch.from_graphs(self.graphs))
         return model
 
@@ -156,28 +164,45 @@ class GraphTask:
 
     @torch.no_grad()
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
+        """The split's mean score (MAE or accuracy) over its real graphs and labels.
+
+        The per-batch sums stay on the device (float64, float32 on XLA: the same sum as
+        adding each batch's float on the host) and are read once at the end; on XLA each
+        batch is one step.
+        """
         model.eval()
         loader = self.loaders[split]
-        total, count = 0.0, 0
+        # Two [1] tensors copied from the CPU: XLA bakes a 0-d zero into the graph as a
+        # constant, and one tensor for both sums is one graph input, not two; either way
+        # the first batch compiled apart from the others.
+        total, count = (torch.zeros(1, dtype=accumulator_dtype(self.device)).to(self.device)
+                        for _ in range(2))
         for number in range(len(loader)):
             batch = self._model_input(loader.batch(number))
-            prediction = model(batch)
-            if self.multiclass:
-                real = batch.graph_mask
-                total += float((prediction[real].argmax(1) == batch.graph_data["y"][real])
-                               .sum())
-                count += int(real.sum())
-                continue
-            y, mask = self._targets(batch)
-            if self.classification:
-                score = ((prediction > 0).to(y.dtype) == y).to(y.dtype)
-            else:
-                score = (prediction * self.std + self.mean - y).abs()
-            total += float((score * mask).sum())
-            count += int(mask.sum())
+            score, weight = self._scores(model(batch), batch)                 # [B, T] each
+            total = total + (score * weight).sum().to(total.dtype)
+            count = count + weight.sum().to(count.dtype)
+            if self.xla is not None:
+                self.xla.sync()
         model.train()
         name = "accuracy" if self.classification else "mae"
-        return {f"{split}_{name}": total / max(count, 1)}
+        total, count = total.cpu(), count.cpu()  # one read (on XLA .item() is a fallback)
+        return {f"{split}_{name}": total.item() / max(count.item(), 1)}
+
+    def _scores(self, prediction: Tensor, batch: GraphBatch | StaticBatch
+                ) -> tuple[Tensor, Tensor]:
+        """(score per prediction, its weight: 1 on real graphs and labels, else 0); masked,
+        not indexed, so the shapes stay the pack's."""
+        if self.multiclass:
+            real = batch.graph_mask
+            correct = prediction.argmax(1) == batch.graph_data["y"]
+            return correct.to(prediction.dtype), real.to(prediction.dtype)
+        y, mask = self._targets(batch)
+        if self.classification:
+            score = ((prediction > 0).to(y.dtype) == y).to(y.dtype)
+        else:
+            score = (prediction * self.std + self.mean - y).abs()
+        return score, mask.to(score.dtype)
 
     def epoch_stats(self) -> dict[str, float]:
         nodes, edges = self.loaders["train"].padding_fraction()

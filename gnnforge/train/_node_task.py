@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge._device import process_device, to_device
+from gnnforge.train._xla_meter import XlaMeter
 from gnnforge.graph import Graph
 from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._config import TrainConfig
@@ -101,6 +102,8 @@ class NodeTask:
         # layers' per-graph structures, which the traced calls then read.
         self.compiled = CompiledLoss(self._full_loss) if config.compile else None
         self._prepared = False
+        # XLA (full graph): the step ends after the update and after the evaluation pass.
+        self.xla = XlaMeter() if self.device.type == "xla" else None
         # Read by the engine: every process takes its share of every batch.
         self.cooperative = config.distributed == "cooperative"
         self._order = self.train_nodes
@@ -213,11 +216,17 @@ class NodeTask:
         logits = model(self.device_graph, self.device_inputs)  # inference on the full graph
         model.train()
         mask = self.device_graph.node_data[f"{split}_mask"]
-        correct = (logits[mask].argmax(1) == self.y_device[mask]).float().mean()
-        metrics = {f"{split}_accuracy": float(correct)}
-        if split == "val" and self.config.early_stopping != "metric":  # what they read
-            metrics["val_loss"] = float(F.cross_entropy(logits[mask], self.y_device[mask]))
-        return metrics
+        if self.xla is None:
+            correct = (logits[mask].argmax(1) == self.y_device[mask]).float().mean()
+            metrics = {f"{split}_accuracy": float(correct)}
+            if split == "val" and self.config.early_stopping != "metric":  # what they read
+                metrics["val_loss"] = float(F.cross_entropy(logits[mask], self.y_device[mask]))
+            return metrics
+        # XLA: masked sums, not a boolean index (its size would come from the data).
+        hits = ((logits.argmax(1) == self.y_device) & mask).sum()
+        total = mask.sum()
+        self.xla.sync()
+        return {f"{split}_accuracy": hits.cpu().item() / max(total.cpu().item(), 1)}
 
     def epoch_stats(self) -> dict[str, float]:
         return self.sampler.epoch_stats() if self.sampled else {}

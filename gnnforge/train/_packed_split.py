@@ -27,18 +27,25 @@ class PackedSplit:
             times the split's mean graph size (at least the largest graph), so packs hold
             about `batch_graphs` graphs and both limits are nearly filled.
         seed: seeds the per-epoch reshuffle. shuffle=False: one fixed order (evaluation).
+        limits: (nodes, edges) limits to take instead (raised to the split's largest
+            graph): evaluation splits take the training split's, so that every split has
+            the same batch shape where its graphs fit, and a compiled step (torch.compile,
+            XLA) compiles once for all of them.
     """
 
     def __init__(self, graphs: Sequence[Graph], indices: Sequence[int], batch_graphs: int,
-                 seed: int = 0, shuffle: bool = True) -> None:
+                 seed: int = 0, shuffle: bool = True,
+                 limits: Sequence[int] | None = None) -> None:
         from gnnforge.packing import PackedLoader
 
         self.indices = list(indices)
         self.members = [graphs[i] for i in self.indices]
         sizes = np.array([(g.num_nodes, g.num_edges) for g in self.members],
                          dtype=np.int64).reshape(-1, 2)
-        limits = [max(math.ceil(float(sizes[:, c].mean()) * batch_graphs),
-                      int(sizes[:, c].max()), 1) for c in range(2)]
+        wanted = limits or [math.ceil(float(sizes[:, c].mean()) * batch_graphs)
+                            for c in range(2)]
+        limits = [max(int(wanted[c]), int(sizes[:, c].max()), 1) for c in range(2)]
+        self.limits = tuple(limits)
         self.loader = PackedLoader(self.members, limits, max_graphs_per_pack=2 * batch_graphs,
                                    seed=seed, shuffle=shuffle)
         self.real = sizes.sum(0)

@@ -10,7 +10,7 @@ import torch
 import torch._dynamo
 
 from gnnforge.packing import StaticBatch
-from gnnforge.train import fit
+from gnnforge.train import PackedSplit, fit
 from gnnforge.train._compile import CompiledLoss
 from gnnforge.train._config import load_config
 from gnnforge.train._graph_task import GraphTask
@@ -76,9 +76,11 @@ def test_a_second_shape_compiles_once_more_without_recompiles(tmp_path):
     task.compiled = CompiledLoss(task._loss_value, backend="aot_eager")  # same dynamo graphs
     model = task.build_model()
     task.start_epoch(0)
-    for loader in (task.loaders["train"], task.loaders["val"], task.loaders["train"]):
-        if not len(loader):
-            loader.plan(0)
+    # Validation packs share the training shape; packs of fewer graphs have another one.
+    other = PackedSplit(task.graphs, task.splits["val"], 2, shuffle=False)
+    other.plan(0)
+    assert task.loaders["val"].shape == task.loaders["train"].shape != other.shape
+    for loader in (task.loaders["train"], task.loaders["val"], other, task.loaders["train"]):
         task.compiled(model, StaticBatch.from_batch(loader.batch(0))).backward()
     frames, breaks, recompiles = task.compiled.counts()
     assert len(task.compiled.signatures) == 2

@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 
+from gnnforge._compat import available
 from gnnforge._device import resolve_device, to_device
 from gnnforge.train import fit
 from gnnforge.train._config import ConfigError, load_config
@@ -21,8 +22,17 @@ from tests._timeouts import SUBPROCESS_TIMEOUT_S
 def test_resolve_device_names_the_option_and_value():
     assert resolve_device("cpu") == torch.device("cpu")
     for bad in ("gpu", "cuda:x", "cpu:0", ""):
-        with pytest.raises(ValueError, match="--device must be 'cpu', 'cuda' or 'cuda:N'"):
+        with pytest.raises(ValueError, match="--device must be 'cpu', 'cuda', 'cuda:N' or 'xla'"):
             resolve_device(bad)
+
+
+@pytest.mark.skipif(available("torch_xla"), reason="checks the environment without torch_xla")
+def test_xla_without_torch_xla_says_how_to_get_it():
+    with pytest.raises(ValueError, match="--device xla: torch_xla is not installed .*make "
+                                         "xla-env"):
+        resolve_device("xla")
+    with pytest.raises(ConfigError, match="torch_xla is not installed"):
+        load_config({"device": "xla"})
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")

@@ -47,3 +47,14 @@ def test_split_is_a_seeded_partition():
     split = split_indices(101, seed=4)
     assert sorted(split["train"] + split["val"] + split["test"]) == list(range(101))
     assert split == split_indices(101, seed=4) and split != split_indices(101, seed=5)
+
+
+def test_given_limits_are_kept_and_raised_to_the_largest_graph():
+    data = graphs(60)
+    train = PackedSplit(data, list(range(40)), 4, seed=1)
+    val = PackedSplit(data, list(range(40, 60)), 4, seed=1, shuffle=False, limits=train.limits)
+    assert val.shape == train.shape                   # one compiled step serves both
+    small = PackedSplit(data, list(range(40, 60)), 4, limits=(1, 0))
+    largest = max(data[i].num_nodes for i in range(40, 60)), \
+        max(data[i].num_edges for i in range(40, 60))
+    assert small.limits == (max(largest[0], 1), max(largest[1], 1))

@@ -1,0 +1,23 @@
+"""benchmarks/xla.py builds its three batchings right (on the CPU: no torch_xla needed):
+packs and padded batches have one shape each, plain batches no padding."""
+
+from __future__ import annotations
+
+from tests.benchmarks._scripts import load_script
+from tests.nn.test_models import molecules
+
+
+def test_packed_and_padded_have_one_shape_and_plain_none_of_padding():
+    script = load_script("xla")
+    graphs = molecules(40, seed=3)
+    shapes = {}
+    for mode in script.MODES:
+        batches = script._batches(graphs, mode, 8)
+        real = [graph for batch in batches for graph in batch.unbatch()]
+        assert len(real) == len(graphs)
+        shapes[mode] = {(b.num_nodes, b.num_edges, b.num_graphs) for b in batches}
+    assert len(shapes["packed"]) == len(shapes["padded"]) == 1
+    assert all(bool(b.node_mask.all()) for b in script._batches(graphs, "plain", 8))
+    (nodes, edges, slots), = shapes["padded"]
+    assert (nodes, edges, slots) == (8 * max(g.num_nodes for g in graphs) + 1,
+                                     8 * max(g.num_edges for g in graphs), 9)
