@@ -24,12 +24,17 @@ class Run:
             run from the repository root with it on PYTHONPATH.
         peer: True when the script compares against DGL or PyG, so it runs under
             `--peer-python` (the benchmark venv with both) when one is given.
+        interpreter: a Python of another environment of this repository that the run
+            needs (relative to its root, e.g. `.venv-xla/bin/python`); None: report.py's.
+        env: extra environment variables for the run, as (name, value) pairs.
     """
 
     name: str
     title: str
     argv: tuple[str, ...]
     peer: bool = False
+    interpreter: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,11 @@ SECTIONS: tuple[Section, ...] = (
     Section("parsing", "Dataset parsing", (
         Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",
             ("benchmarks/bench_parsing.py",)),
+    )),
+    Section("xla", "XLA (torch_xla on its CPU backend)", (
+        Run("batching", "gnnforge train's model on XLA: packed vs plain disjoint unions vs "
+            "padded to the largest graph", ("benchmarks/xla.py",),
+            interpreter=".venv-xla/bin/python", env=(("PJRT_DEVICE", "CPU"),)),
     )),
     Section("gpu", "GPU (Triton kernels)", (
         Run("all", "Every GPU table", ("benchmarks/gpu.py",), peer=True),

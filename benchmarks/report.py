@@ -76,7 +76,8 @@ def _shown(python: str, root: Path) -> str:
 
 
 def _command(python: str, run: Run, root: Path) -> str:
-    return " ".join(["PYTHONPATH=.", _shown(python, root), *run.argv])
+    return " ".join([*(f"{name}={value}" for name, value in run.env), "PYTHONPATH=.",
+                     _shown(python, root), *run.argv])
 
 
 def _heading(line: str) -> str:
@@ -129,8 +130,11 @@ def format_output(stdout: str) -> str:
 def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
             root: Path, timeout: float | None) -> Outcome:
     """Run one benchmark command and build its block (heading, command, machine, tables)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, **dict(run.env), "PYTHONPATH": os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    if run.interpreter is not None and not Path(python).exists():
+        return Outcome(None, f"{run.interpreter} does not exist (build that environment "
+                             "first: `make xla-env` builds .venv-xla)")
     versions = interpreter_versions(python, run.peer)
     load_before, start = os.getloadavg()[0], utc_now()
     print(f"[report] {section.name}.{run.name}: {_command(python, run, root)}",
@@ -159,6 +163,8 @@ def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
 
 def _peer(run: Run, peer_python: str | None) -> tuple[str, str | None]:
     """The interpreter for `run` and, for a peer run, a note when the peers are missing."""
+    if run.interpreter is not None:  # another environment of this repository (run_one
+        return str(ROOT / run.interpreter), None  # names it when it is missing)
     if not run.peer:
         return sys.executable, None
     if peer_python is None:
