@@ -58,3 +58,14 @@ def graph(request):
 @pytest.fixture
 def empty_graph():
     return Graph(torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), 6)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """A private cache folder and a kernel-selection view that has read no record yet."""
+    from gnnforge.ops import _auto_kernels
+
+    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
+    _auto_kernels.forget()
+    yield tmp_path
+    _auto_kernels.forget()

@@ -30,15 +30,6 @@ REPO = Path(__file__).resolve().parents[2]
 SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    """A private cache folder and a process view that has read no record yet."""
-    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
-    _auto_kernels.forget()
-    yield tmp_path
-    _auto_kernels.forget()
-
-
 def _fake_runners(monkeypatch, seconds: dict[str, float]) -> list[str]:
     """Candidates that take a set time on the calibration's clock instead of running
     kernels (`_clocked_runners`, never descheduled); returns the call log."""

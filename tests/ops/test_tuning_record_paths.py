@@ -20,14 +20,6 @@ SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
 MEAN64 = KernelClass("copy_lhs", "mean", "float32", "int32", 2)
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GNNFORGE_CACHE", str(tmp_path))
-    _auto_kernels.forget()
-    yield tmp_path
-    _auto_kernels.forget()
-
-
 def _fake_candidates(monkeypatch) -> None:
     def runner(name, kernel_class):
         return lambda: None
