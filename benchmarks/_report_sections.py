@@ -138,12 +138,12 @@ SECTIONS: tuple[Section, ...] = (
         Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",
             ("benchmarks/bench_parsing.py",)),
     )),
+    Section("gpu", "GPU (Triton kernels)", (
+        Run("all", "Every GPU table", ("benchmarks/gpu.py",), peer=True),
+    )),
     Section("xla", "XLA (torch_xla on its CPU backend)", (
         Run("batching", "gnnforge train's model on XLA: packed vs plain disjoint unions vs "
             "padded to the largest graph", ("benchmarks/xla.py",),
             interpreter=".venv-xla/bin/python", env=(("PJRT_DEVICE", "CPU"),)),
-    )),
-    Section("gpu", "GPU (Triton kernels)", (
-        Run("all", "Every GPU table", ("benchmarks/gpu.py",), peer=True),
     )),
 )

@@ -161,10 +161,10 @@ def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
     return Outcome("\n".join(lines) + "\n\n" + format_output(result.stdout) + "\n")
 
 
-def _peer(run: Run, peer_python: str | None) -> tuple[str, str | None]:
+def _peer(run: Run, peer_python: str | None, root: Path = ROOT) -> tuple[str, str | None]:
     """The interpreter for `run` and, for a peer run, a note when the peers are missing."""
     if run.interpreter is not None:  # another environment of this repository (run_one
-        return str(ROOT / run.interpreter), None  # names it when it is missing)
+        return str(root / run.interpreter), None  # names it when it is missing)
     if not run.peer:
         return sys.executable, None
     if peer_python is None:
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None, sections=SECTIONS, root: Path = ROOT) ->
         parser.error(str(error))
     if args.list:
         for section, run in selected:
-            python, _ = _peer(run, args.peer_python)
+            python, _ = _peer(run, args.peer_python, root)
             print(f"{section.name}.{run.name}: {_command(python, run, root)}")
         return 0
     output = args.output or root / "BENCHMARKS.md"
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None, sections=SECTIONS, root: Path = ROOT) ->
         return 2
     failures = []
     for section, run in selected:
-        python, note = _peer(run, args.peer_python)
+        python, note = _peer(run, args.peer_python, root)
         outcome = run_one(section, run, python, note, root, args.timeout)
         if outcome.body is None:
             failures.append(f"{section.name}.{run.name}: {outcome.failure}")

@@ -159,6 +159,23 @@ def test_peer_runs_use_the_peer_interpreter_and_say_when_there_is_none(checkout)
     assert "`--peer-python /nonexistent/python` does not exist" in peer
 
 
+def test_a_run_in_another_environment_uses_its_interpreter_and_variables(checkout, capsys):
+    wrapper = checkout / "env-python"
+    wrapper.write_text(f"#!/bin/sh\nPEER_MARK=other exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    other = (Section("gamma", "Gamma capability", (
+        Run("env", "Another environment", ("benchmarks/table.py", "g1"),
+            interpreter="env-python", env=(("FAKE_VALUE", "7"),)),
+    )),)
+    assert _main(checkout, sections=other) == 0
+    block = _blocks((checkout / "BENCHMARKS.md").read_text())["gamma.env"]
+    assert "`FAKE_VALUE=7 PYTHONPATH=. env-python benchmarks/table.py g1`" in block
+    assert "| g1 | 7 |" in block and "peer mark: other" in block
+    wrapper.unlink()
+    assert _main(checkout, sections=other) == 1
+    assert "gamma.env: env-python does not exist" in capsys.readouterr().err
+
+
 def test_an_unknown_only_name_is_named_with_the_choices(checkout, capsys):
     with pytest.raises(SystemExit) as exit_info:
         _main(checkout, "--only", "alpha.one,gamma")
