@@ -200,8 +200,8 @@ def _slot_state(graph: Any, apply: Any) -> dict[str, Any]:
         for name in getattr(cls, "__slots__", ()):
             value = getattr(graph, name)
             if name == "_cache":
-                value = {key: _map_tensors(entry, apply) for key, entry in value.items()
-                         if _map_tensors(entry, lambda tensor: tensor) is not None}
+                mapped = {key: _map_tensors(entry, apply) for key, entry in value.items()}
+                value = {key: entry for key, entry in mapped.items() if entry is not None}
             elif isinstance(value, Mapping):
                 value = {key: apply(tensor) for key, tensor in value.items()}
             elif isinstance(value, Tensor):
