@@ -24,7 +24,7 @@ from torch import Tensor
 
 from gnnforge import _device
 from gnnforge._interop import GraphParts, data_list_to_pyg, parts_from_pyg, parts_to_pyg
-from gnnforge._static_shapes import bincount
+from gnnforge._static_shapes import bincount, static_shapes
 
 __all__ = ["BipartiteGraph", "Graph", "GraphBatch", "GraphError", "Subgraph"]
 
@@ -366,12 +366,16 @@ class Graph:
         which is [N, P * F] in memory. Untyped graphs have the single relation 0.
 
         Raises:
-            ValueError: when an edge type is >= num_edge_types.
+            ValueError: when an edge type is >= num_edge_types (checked where the host may be
+                read; with static shapes, XLA or torch.compile, the caller checks on the CPU).
         """
-        types = self.num_edge_types if num_edge_types is None else int(num_edge_types)
-        if types < self.num_edge_types:
-            raise ValueError(f"by_relation: graph has edge types up to {self.num_edge_types - 1},"
-                             f" more than num_edge_types={types}")
+        if num_edge_types is None:
+            types = self.num_edge_types
+        else:
+            types = int(num_edge_types)
+            if not static_shapes(self.edge_type) and types < self.num_edge_types:
+                raise ValueError(f"by_relation: graph has edge types up to "
+                                 f"{self.num_edge_types - 1}, more than num_edge_types={types}")
         key = ("by_relation", types)
         if key not in self._cache:
             etype = self.edge_type if self.edge_type is not None else torch.zeros_like(self.src)

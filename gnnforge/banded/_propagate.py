@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gnnforge.banded._blocks import BandedBlocks
+from gnnforge._static_shapes import bincount, static_shapes
 from gnnforge.graph import Graph
 from gnnforge.ops import copy_u_sum
 
@@ -78,8 +79,7 @@ def typed_in_degree(graph: Graph, num_edge_types: int,
                     dtype: torch.dtype = torch.float32) -> Tensor:
     """[N, P] number of in-edges of each type per node."""
     etype = graph.edge_type if graph.edge_type is not None else torch.zeros_like(graph.src)
-    counts = torch.bincount(graph.dst * num_edge_types + etype,
-                            minlength=graph.num_nodes * num_edge_types)
+    counts = bincount(graph.dst * num_edge_types + etype, graph.num_nodes * num_edge_types)
     return counts.to(dtype).view(graph.num_nodes, num_edge_types)
 
 
@@ -101,7 +101,10 @@ def sparse_propagate(graph: Graph, E: Tensor, W: Tensor,  # noqa: N803 (paper na
                          f"got shape {tuple(E.shape)}")
     types = W.shape[0] // max(E.shape[1], 1) if num_edge_types is None else num_edge_types
     _check_weight(W, types, E.shape[1])
-    if graph.edge_type is not None and graph.num_edges and int(graph.edge_type.max()) >= types:
+    # With static shapes (XLA, torch.compile) the host is not read: types are checked on
+    # the CPU side, before the batch moves.
+    if (graph.edge_type is not None and graph.num_edges and not static_shapes(graph.edge_type)
+            and int(graph.edge_type.max()) >= types):
         raise ValueError(f"sparse_propagate: edge_type goes up to {int(graph.edge_type.max())} "
                          f"but the weights cover {types} types")
     return aggregate_by_type(graph, E, types) @ W

@@ -207,7 +207,19 @@ def run_varmisuse_task(config: TrainConfig, explicit: set[str]) -> int:
         print(f"results written to {out_dir / 'varmisuse.json'} and varmisuse.md")
     if compile_line is not None:  # the run's last line, as the engine's tasks end
         print(compile_line)
+    if results.get("xla") is not None:
+        _print_xla_counts(results)
     return 0
+
+
+def _print_xla_counts(results: dict) -> None:
+    """Each model's training counts, then the whole run's (evaluation included) last."""
+    from gnnforge.train._xla_meter import format_counts
+
+    for row in results["rows"]:
+        print(format_counts(row["xla_train"],
+                            f"xla training {row['train_backend']} T={row['num_steps']}"))
+    print(format_counts(results["xla"]))
 
 
 def _rank() -> int:

@@ -286,16 +286,17 @@ def validate(config: TrainConfig) -> None:
 
 
 def _validate_xla(config: TrainConfig) -> None:
-    """--device xla trains the graph task (packed, fixed-shape batches) and the node task
-    on the full graph (one shape), in one process; XLA compiles the step itself, so
-    --compile does not apply."""
+    """--device xla trains the graph task (packed, fixed-shape batches), the node task on
+    the full graph (one shape) and VarMisuse (K*S slots; sparse batches padded to one
+    size), in one process; XLA compiles the step itself, so --compile does not apply."""
     if not str(config.device).strip().startswith("xla"):
         return
-    if not (config.task == "graph" or (config.task == "node" and config.mode == "full")):
+    if not (config.task in ("graph", "varmisuse")
+            or (config.task == "node" and config.mode == "full")):
         mode = f" --mode {config.mode}" if config.task == "node" else ""
-        raise ConfigError(f"--device xla trains --task graph (fixed-shape packs) or --task "
-                          f"node --mode full (one graph), got --task {config.task}{mode}; "
-                          "use --device cpu or cuda for it")
+        raise ConfigError(f"--device xla trains --task graph (fixed-shape packs), --task "
+                          f"node --mode full (one graph) or --task varmisuse, got --task "
+                          f"{config.task}{mode}; use --device cpu or cuda for it")
     if config.compile:
         raise ConfigError("--compile with --device xla: XLA compiles every step itself; "
                           "drop --compile")

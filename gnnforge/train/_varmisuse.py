@@ -37,7 +37,14 @@ from gnnforge.train._varmisuse_data import (
     split_by_file,
     varmisuse_examples,
 )
-from gnnforge.train._varmisuse_static import banded_inputs, static_banded_loss
+from gnnforge.train._varmisuse_static import (
+    SparsePad,
+    banded_inputs,
+    move_inputs,
+    sparse_inputs,
+    static_candidate_loss,
+)
+from gnnforge.train._xla_meter import XlaMeter
 
 __all__ = ["VarMisuseConfig", "VarMisuseModel", "candidate_loss", "evaluate", "format_results",
            "run_varmisuse"]
@@ -65,8 +72,10 @@ class VarMisuseConfig:
     model_seed: int | None = None  # initialisation and batch order; None: same as seed
     progress: bool = True
     threads: int = 1  # torch threads per process (the CLI applies it); more thrash a shared CPU
-    # Where the models train and evaluate ('cpu', 'cuda', 'cuda:N'): batches are assembled
-    # on the CPU, moved there, and banded blocks are built there from the moved batch.
+    # Where the models train and evaluate ('cpu', 'cuda', 'cuda:N', 'xla'): batches are
+    # assembled on the CPU, moved there, and banded blocks are built there from the moved
+    # batch. On XLA blocks are built on the CPU, sparse batches padded to one size, and
+    # every step is the masked all-slot loss (`_varmisuse_static`); results gain "xla".
     device: str = "cpu"
     # Train the banded model's step under torch.compile(fullgraph=True, dynamic=False): the
     # loss over all K*S slots, masked (`_varmisuse_static`); results gain "compile" counts.
@@ -136,33 +145,56 @@ def _on(batch: GraphBatch, device: torch.device) -> GraphBatch:
 
 
 def evaluate(model: nn.Module, batches: list[GraphBatch], backend: str,
-             compiled, progress: bool = False, desc: str = "evaluate") -> tuple[float, float]:
-    """(accuracy, chance accuracy) over the batches (on the model's device); NaN for an
-    empty split."""
-    correct = total = 0
+             compiled, progress: bool = False, desc: str = "evaluate",
+             pad: SparsePad | None = None, meter: XlaMeter | None = None) -> tuple[float, float]:
+    """(accuracy, chance accuracy) over the CPU `batches`, run on the model's device; NaN
+    for an empty split. On XLA (`meter` given) each batch is one static graph (`pad`: the
+    sparse padding size), and the hit counts are read once, at the end."""
+    hits = torch.zeros(2, dtype=torch.int64)
     chance = 0.0
     model.eval()
     device = next(model.parameters()).device
     with torch.no_grad():
         for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
-            batch = _on(batch, device)
-            scores = model(batch, _structure(batch, backend, compiled))
-            _, hits, count = candidate_loss(scores, batch)
-            correct += hits
-            total += count
-            per_graph = torch.bincount(batch.node_graph[batch.node_data["role"] == ROLE_CANDIDATE],
-                                       minlength=batch.num_graphs)[batch.graph_mask].double()
-            chance += float((1.0 / per_graph).sum())
+            if meter is None:
+                moved = _on(batch, device)
+                _, correct, count = candidate_loss(model(moved, _structure(moved, backend,
+                                                                           compiled)), moved)
+                hits += torch.tensor([correct, count])
+            else:
+                inputs = _static_inputs(batch, backend, compiled, pad)
+                _, correct, count = static_candidate_loss(model, *move_inputs(inputs, device))
+                hits = hits.to(device) + torch.stack([correct, count])
+                meter.sync()
+            chance += _chance(batch)
+    correct, total = (int(v) for v in hits.cpu())
     if total == 0:
         return float("nan"), float("nan")  # an empty split (tiny corpora) has no accuracy
     return correct / total, chance / total
 
 
+def _chance(batch: GraphBatch) -> float:
+    """Sum over the batch's real examples of 1 / candidates (on the CPU batch)."""
+    per_graph = torch.bincount(batch.node_graph[batch.node_data["role"] == ROLE_CANDIDATE],
+                               minlength=batch.num_graphs)[batch.graph_mask].double()
+    return float((1.0 / per_graph).sum())
+
+
+def _static_inputs(batch: GraphBatch, backend: str, compiled, pad: SparsePad | None) -> tuple:
+    """The static loss's arguments, on the CPU: banded blocks built here, or the batch
+    padded to `pad`."""
+    if backend == "sparse":
+        return sparse_inputs(batch, pad)
+    return banded_inputs(batch, _structure(batch, backend, compiled))
+
+
 def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: str,
            compiled, train_ids: list[int], rank: int, world: int, device: torch.device,
-           step: CompiledLoss | None = None) -> nn.Module:
+           step: CompiledLoss | None = None, pad: SparsePad | None = None,
+           meter: XlaMeter | None = None) -> nn.Module:
     """One model trained on `backend` on `device` (this process's: under torchrun,
-    cuda:LOCAL_RANK); with `step`, each banded step runs compiled."""
+    cuda:LOCAL_RANK); with `step`, each banded step runs compiled; with `meter` (XLA), each
+    step is the static loss on inputs built on the CPU (`pad`: the sparse padding size)."""
     seed = config.seed if config.model_seed is None else config.model_seed
     torch.manual_seed(seed)
     model = VarMisuseModel(num_labels, config.hidden, num_steps).to(device)
@@ -181,16 +213,22 @@ def _train(config: VarMisuseConfig, num_labels: int, num_steps: int, backend: st
         shown_at = float("-inf")
         for group in bar:
             (batch,) = _batches(compiled, [group])
-            batch = _on(batch, device)
             model.train()
-            structure = _structure(batch, backend, compiled)
-            if step is not None:
-                loss, _, _ = step(model, *banded_inputs(batch, structure))
+            if meter is not None:
+                inputs = move_inputs(_static_inputs(batch, backend, compiled, pad), device)
+                loss, _, _ = static_candidate_loss(model, *inputs)
             else:
-                loss, _, _ = candidate_loss(model(batch, structure), batch)
+                batch = _on(batch, device)
+                structure = _structure(batch, backend, compiled)
+                if step is not None:
+                    loss, _, _ = step(model, *banded_inputs(batch, structure))
+                else:
+                    loss, _, _ = candidate_loss(model(batch, structure), batch)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            if meter is not None:
+                meter.sync()
             shown_at = _show_loss(bar, loss, shown_at)
     return model.module if world > 1 else model
 
@@ -206,7 +244,8 @@ def _show_loss(bar, loss: Tensor, shown_at: float) -> float:
     now = time.monotonic()
     if bar.disable or now - shown_at < _BAR_PERIOD_S:
         return shown_at
-    bar.set_postfix(loss=f"{loss.item():.3f}")
+    # Through .cpu(): on XLA, .item() is an `aten::_local_scalar_dense` CPU fallback.
+    bar.set_postfix(loss=f"{float(loss.detach().cpu()):.3f}")
     return now
 
 
@@ -252,29 +291,54 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
     if config.baseline:
         runs.append(("sparse", 0))
     rows = []
-    step = CompiledLoss(static_banded_loss) if config.compile else None
+    step = CompiledLoss(static_candidate_loss) if config.compile else None
+    lazy = device.type == "xla"
+    pad = _sparse_pad(compiled, config.num_slots) if lazy else None
+    meter = XlaMeter() if lazy else None
     for backend, steps in runs:
+        mark = None if meter is None else meter.mark()
         model = _train(config, examples.num_labels, steps, backend, compiled["train"],
                        list(range(len(compiled["train"].supergraphs))), rank, world, device,
-                       step if backend == "banded" and steps == config.num_steps else None)
+                       step if backend == "banded" and steps == config.num_steps else None,
+                       pad, meter)
         row = dict(train_backend=backend, num_steps=steps)
+        if meter is not None:  # the training loop's own counts
+            row["xla_train"] = meter.counts(since=mark)
         show = config.progress and rank == 0
         for name in ("valid", "test"):
             for kind in ("sparse", "banded"):
                 row[f"{name}_{kind}"], _ = evaluate(
                     model, batches[name], kind, compiled[name], show,
-                    f"{backend} T={steps}: {name} accuracy, {kind} propagation")
+                    f"{backend} T={steps}: {name} accuracy, {kind} propagation", pad, meter)
         rows.append(row)
         if config.sync_file and backend == config.backends[0] and steps == config.num_steps:
             _save_parameters(model, f"{config.sync_file}.rank{rank}")
-    chance = tuple(evaluate(model, batches[n], "sparse", compiled[n])[1] for n in ("valid", "test"))
+    chance = tuple(sum(map(_chance, batches[n])) / max(_examples(batches[n]), 1)
+                   if batches[n] else float("nan") for n in ("valid", "test"))
     counts = None if step is None else dict(zip(("frames", "graph_breaks", "recompiles"),
                                                   step.counts()))
     return dict(rows=rows, chance=chance, corpus=corpus.report(), examples=examples.report(),
                 compile=counts,
                 compiled={n: c.report() for n, c in compiled.items()},
                 sizes={n: sum(len(g) for g in c.supergraphs) for n, c in compiled.items()},
-                seconds=time.perf_counter() - start, world_size=world, config=asdict(config))
+                seconds=time.perf_counter() - start, world_size=world, config=asdict(config),
+                xla=None if meter is None else meter.counts(),
+                sparse_pad=None if pad is None else asdict(pad))
+
+
+def _sparse_pad(compiled: dict, num_slots: int) -> SparsePad:
+    """One padding size for every sparse batch of every split (one XLA shape)."""
+    edges, graphs = [], []
+    for dataset in compiled.values():
+        for members in dataset.supergraphs:
+            edges.append(sum(dataset.graphs[i].num_edges for i in members))
+            graphs.append(len(members) + 1)  # supergraph_batch's own padding graph
+    return SparsePad.covering(num_slots, edges, graphs)
+
+
+def _examples(batches: list[GraphBatch]) -> int:
+    """Hole targets (examples) in the batches."""
+    return sum(int(batch.node_data["target"].sum()) for batch in batches)
 
 
 def _distributed() -> tuple[int, int]:

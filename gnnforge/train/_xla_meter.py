@@ -17,7 +17,7 @@ The report is the run's last line: `xla: compiles=N executions_per_step=E fallba
 
 from __future__ import annotations
 
-__all__ = ["XlaMeter", "accumulator_dtype"]
+__all__ = ["XlaMeter", "accumulator_dtype", "format_counts"]
 
 
 def accumulator_dtype(device):
@@ -55,21 +55,33 @@ class XlaMeter:
         torch_xla.sync()
         self.syncs += 1
 
-    def counts(self) -> dict[str, float]:
-        """compiles, executions_per_step and fallbacks since this meter was made (waits for
-        the queued executions, whose counts land when they finish)."""
+    def mark(self) -> tuple[tuple[int, int, int], int]:
+        """A point to count from (`counts(since=...)`): the totals so far and the syncs."""
         import torch_xla.core.xla_model as xm
 
         xm.wait_device_ops()
-        compiles, executions, fallbacks = (now - then for now, then in
-                                           zip(xla_counts(), self.start))
-        return {"compiles": compiles, "executions_per_step": executions / max(self.syncs, 1),
+        return xla_counts(), self.syncs
+
+    def counts(self, since: tuple[tuple[int, int, int], int] | None = None
+               ) -> dict[str, float]:
+        """compiles, executions_per_step and fallbacks since this meter was made, or since
+        `since` (a `mark`); waits for the queued executions, whose counts land when they
+        finish."""
+        start, syncs = (self.start, 0) if since is None else since
+        now, synced = self.mark()
+        compiles, executions, fallbacks = (a - b for a, b in zip(now, start))
+        return {"compiles": compiles,
+                "executions_per_step": executions / max(synced - syncs, 1),
                 "fallbacks": fallbacks}
 
     def report(self) -> str:
         """`xla: compiles=N executions_per_step=E fallbacks=F` (E over every sync: training
         steps and evaluation batches)."""
-        counts = self.counts()
-        return (f"xla: compiles={counts['compiles']} "
-                f"executions_per_step={counts['executions_per_step']:.2f} "
-                f"fallbacks={counts['fallbacks']}")
+        return format_counts(self.counts())
+
+
+def format_counts(counts: dict[str, float], label: str = "xla") -> str:
+    """`LABEL: compiles=N executions_per_step=E fallbacks=F` from `XlaMeter.counts`."""
+    return (f"{label}: compiles={counts['compiles']} "
+            f"executions_per_step={counts['executions_per_step']:.2f} "
+            f"fallbacks={counts['fallbacks']}")
