@@ -145,5 +145,8 @@ SECTIONS: tuple[Section, ...] = (
         Run("batching", "gnnforge train's model on XLA: packed vs plain disjoint unions vs "
             "padded to the largest graph", ("benchmarks/xla.py",),
             interpreter=".venv-xla/bin/python", env=(("PJRT_DEVICE", "CPU"),)),
+        Run("ggnn", "VarMisuse's GGNN on XLA: banded vs sparse padded to one size vs sparse as "
+            "on the CPU", ("benchmarks/xla.py", "--table", "ggnn"),
+            interpreter=".venv-xla/bin/python", env=(("PJRT_DEVICE", "CPU"),)),
     )),
 )

@@ -1,5 +1,5 @@
 """XLA compiles once per batch shape: gnnforge train's model on packs, on plain batches,
-and on batches padded to the largest graph.
+and on batches padded to the largest graph; VarMisuse's GGNN banded and sparse.
 
 XLA compiles one executable per distinct graph of ops, and the shapes are part of the
 graph. The main job's model (`MoleculeGIN` as `gnnforge train` builds it, Adam, the
@@ -18,8 +18,12 @@ sync, waiting for the execution), and the node and edge padding fractions. Run i
 XLA environment (`make xla-env`); on XLA's CPU device (PJRT_DEVICE=CPU) the step times
 are XLA:CPU's on this machine, not a proxy for a TPU's.
 
+`--table ggnn` trains VarMisuse's GGNN (`gnnforge train --task varmisuse`) banded, sparse
+padded to one size, and sparse as on the CPU (`benchmarks/_xla_ggnn.py`).
+
     PJRT_DEVICE=CPU .venv-xla/bin/python benchmarks/xla.py
     PJRT_DEVICE=CPU .venv-xla/bin/python benchmarks/xla.py --graphs 512 --batch-graphs 32
+    PJRT_DEVICE=CPU .venv-xla/bin/python benchmarks/xla.py --table ggnn --steps 12
 """
 
 from __future__ import annotations
@@ -121,7 +125,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="graphs per batch, as gnnforge train --batch-graphs (default 32)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"comma-separated subset of {MODES}")
+    parser.add_argument("--table", choices=("batching", "ggnn"), default="batching",
+                        help="batching: the main job's model three ways (default); ggnn: "
+                             "VarMisuse's GGNN banded vs sparse")
+    parser.add_argument("--steps", type=int, default=12,
+                        help="ggnn: training steps per way (default 12)")
+    parser.add_argument("--files", type=int, default=30,
+                        help="ggnn: standard-library files parsed (default 30)")
     args = parser.parse_args(argv)
+    if args.table == "ggnn":
+        _ggnn_main(args.steps, args.files)
+        return
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     unknown = [mode for mode in modes if mode not in MODES]
     if unknown:
@@ -142,6 +156,22 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.batch_graphs} graphs per batch, on {device} (XLA:CPU step times on this "
           "machine: not a proxy for TPU speed)")
     print(_table(rows))
+
+
+def _ggnn_main(steps: int, files: int, hidden: int = 64, block_size: int = 128,
+               num_slots: int = 1024) -> None:
+    from _xla_ggnn import WAYS, ggnn_row, ggnn_table, varmisuse_data
+
+    from gnnforge._device import resolve_device
+
+    device = resolve_device("xla")
+    num_labels, compiled = varmisuse_data(files, block_size, num_slots)
+    rows = {way: ggnn_row(way, num_labels, compiled, steps, hidden, device) for way in WAYS}
+    print(f"VarMisuse GGNN (hidden {hidden}, T=4, {compiled.num_edge_types} edge types, Adam), "
+          f"{steps} training batches of {num_slots} node slots (K={compiled.num_blocks} blocks "
+          f"of S={block_size}) from {files} standard-library files, on {device} (XLA:CPU step "
+          "times on this machine: not a proxy for TPU speed)")
+    print(ggnn_table(rows))
 
 
 if __name__ == "__main__":

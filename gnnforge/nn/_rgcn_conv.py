@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from gnnforge._static_shapes import bincount, static_shapes
 from gnnforge.graph import BipartiteGraph
 from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._aggregate import weighted_neighbor_sum
@@ -183,7 +184,10 @@ class RGCNConv(nn.Module):
         if edge_type.shape != (graph.num_edges,):
             raise ValueError(f"RGCNConv: edge_type must have shape [{graph.num_edges}], "
                              f"got {tuple(edge_type.shape)}")
-        if edge_type.numel() and int(edge_type.max()) >= self.num_relations:
+        # With static shapes (XLA, torch.compile) the host is not read: check the relations
+        # on the CPU side, before the batch moves.
+        if (edge_type.numel() and not static_shapes(edge_type)
+                and int(edge_type.max()) >= self.num_relations):
             position = int(torch.argmax(edge_type))
             raise ValueError(f"RGCNConv: edge_type[{position}] = {int(edge_type[position])} "
                              f"but num_relations={self.num_relations}")
@@ -208,7 +212,7 @@ class RGCNConv(nn.Module):
             if self.aggr == "mean":
                 # float64 so that the cast to x's dtype is exact in float64 and rounded once
                 # in float32 (a float32 reciprocal made float64 results float32-accurate).
-                counts = torch.bincount(slot, minlength=relations * num_dst)
+                counts = bincount(slot, relations * num_dst)  # scatter-add on XLA
                 weight = 1.0 / counts[slot].to(torch.float64)
         self._views = (graph, edge_type, by_dst, view, weight)
         return view, weight

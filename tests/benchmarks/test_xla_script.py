@@ -21,3 +21,15 @@ def test_packed_and_padded_have_one_shape_and_plain_none_of_padding():
     (nodes, edges, slots), = shapes["padded"]
     assert (nodes, edges, slots) == (8 * max(g.num_nodes for g in graphs) + 1,
                                      8 * max(g.num_edges for g in graphs), 9)
+
+
+def test_ggnn_table_has_a_row_per_way_and_says_when_every_step_compiled():
+    script = load_script("_xla_ggnn")
+    row = {"steps": 3, "edge_sizes": 3, "compiles": 2, "compile_s": 1.25, "executions": 1.0,
+           "fallbacks": 0.0, "step_ms": 12.5, "steady_steps": 1}
+    rows = {way: dict(row) for way in script.WAYS}
+    rows[script.WAYS[-1]].update(step_ms=None, steady_steps=0)
+    lines = script.ggnn_table(rows).splitlines()
+    assert len(lines) == 2 + len(script.WAYS)
+    assert lines[2] == "| banded | 3 | 3 | 2 | 1.2 | 1.00 | 0.0 | 12 (1 steps) |"
+    assert lines[-1].endswith("| n/a (every step compiled) |")

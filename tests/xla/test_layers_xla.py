@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnnforge.nn import GATConv, GatedGraphConv, GCNConv, GINConv, GINEConv, SAGEConv
+from gnnforge.nn import GATConv, GatedGraphConv, GCNConv, GINConv, GINEConv, RGCNConv, SAGEConv
 from gnnforge.packing import StaticBatch
 from gnnforge.train import PackedSplit
 from tests.nn.test_models import molecules
@@ -27,13 +27,17 @@ LAYERS = {
     "gat": lambda: GATConv(WIDTH, 4, heads=2),
     "sage": lambda: SAGEConv(WIDTH, 8),
     "ggnn": lambda: GatedGraphConv(8, 2),   # GGNN (Li et al.) on the kernel protocol
+    "rgcn": lambda: RGCNConv(WIDTH, 8, num_relations=BOND_TYPES, aggr="mean"),
 }
+BOND_TYPES = 5  # edge_attr[:, 0] of the molecules: the bond type, the relation
 
 
 def _run(layer: torch.nn.Module, batch: StaticBatch) -> torch.Tensor:
     x = batch.node_data["x"][:, :WIDTH].float() / 10                       # [N, WIDTH]
     if isinstance(layer, GINEConv):
         return layer(batch, x, batch.edge_data["edge_attr"].float())
+    if isinstance(layer, RGCNConv):
+        return layer(batch, x, batch.edge_data["edge_attr"][:, 0])
     return layer(batch, x)
 
 
