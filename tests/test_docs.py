@@ -6,7 +6,10 @@ What runs (README.md's "Examples in the docs run" states the same convention for
   process (a later block may use an earlier block's names), in a temporary folder;
 - every command line of a ```bash block (continuation lines joined, `# comments` dropped):
   it must start with `gnnforge` (run as `python -m gnnforge.cli ...` from this checkout)
-  or `python -m gnnforge...`, and runs in the same kind of temporary folder.
+  or `python -m gnnforge...`, and runs in the same kind of temporary folder;
+- every command a table row starts with (a first cell of one backticked `gnnforge ...`
+  command, as docs/recipes.md's rows), likewise; the directives go before the table's
+  header line.
 
 HTML comments on the lines just before a block (invisible when rendered, visible in the
 source) adjust it:
@@ -174,10 +177,30 @@ def _python_cases() -> list:
     return cases
 
 
+_TABLE_COMMAND = re.compile(r"^\|\s*`((?:gnnforge|python -m gnnforge)[^`]*)`\s*\|")
+
+
+def table_commands(path: Path) -> list[Block]:
+    """One Block (language "table") per table row that starts with a backticked command,
+    with the directives written before its table."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for index, line in enumerate(lines):
+        match = _TABLE_COMMAND.match(line)
+        if match is None:
+            continue
+        header = index
+        while header > 0 and lines[header - 1].startswith("|"):
+            header -= 1
+        found.append(Block(path, index + 1, "table", match.group(1),
+                           _directives_before(lines, header, path)))
+    return found
+
+
 def _command_cases() -> list:
     cases = []
-    for block in all_blocks():
-        if block.language != "bash" or "no-run" in block.directives:
+    for block in [*all_blocks(), *(row for path in DOCUMENTS for row in table_commands(path))]:
+        if block.language not in ("bash", "table") or "no-run" in block.directives:
             continue
         for line, argv in commands(block):
             where = f"{_name(block.path)}:{line}"
@@ -259,3 +282,14 @@ def test_parser_on_a_known_document(tmp_path):
     assert first.directives == {"run-with": "--epochs 1", "slow": ""}
     assert commands(first) == [(6, ["gnnforge", "train", "--task", "node", "--dataset", "sbm"])]
     assert second.directives == {"no-run": "output"} and second.text == "result"
+
+
+def test_table_rows_that_start_with_a_command_run_with_the_tables_directives(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("text\n\n<!-- run-with: --epochs 1 -->\n| command | result |\n| --- | --- |\n"
+                    "| `gnnforge train --recipe a` | 1 |\n| not a command | 2 |\n"
+                    "| `gnnforge recipes` | 3 |\n", encoding="utf-8")
+    rows = table_commands(page)
+    assert [(row.line, row.text, row.directives) for row in rows] == [
+        (6, "gnnforge train --recipe a", {"run-with": "--epochs 1"}),
+        (8, "gnnforge recipes", {"run-with": "--epochs 1"})]
