@@ -44,14 +44,24 @@ constexpr int kWideBytes = 32;
 #endif
 constexpr int kPrefetchDistance = GF_PREFETCH_DISTANCE;  // edges ahead
 
+// Unaligned loads and stores through a vector type aligned to its element and allowed to
+// alias it: one vmovups (or a memory operand of the add) per vector. The memcpy these
+// replaced compiled, under -march=x86-64-v3 (GCC 12), to two 16-byte loads stored to the
+// stack and reloaded as one 32-byte vector, a failed store-to-load forwarding per vector,
+// with the accumulators spilled around it: the AVX2 build ran copy_u sum 2-3x slower than
+// the SSE2 one (issue 31; docs/kernels.md).
 template <class T, int B = 32>
 inline typename Vec<T, B>::type load(const T* p) {
-  typename Vec<T, B>::type v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
+  typedef typename Vec<T, B>::type V;
+  typedef V Unaligned __attribute__((aligned(sizeof(T)), may_alias));
+  return *reinterpret_cast<const Unaligned*>(p);
 }
 template <class T, int B = 32>
-inline void store(T* p, typename Vec<T, B>::type v) { std::memcpy(p, &v, sizeof(v)); }
+inline void store(T* p, typename Vec<T, B>::type v) {
+  typedef typename Vec<T, B>::type V;
+  typedef V Unaligned __attribute__((aligned(sizeof(T)), may_alias));
+  *reinterpret_cast<Unaligned*>(p) = v;
+}
 
 // A vector of `value` in every lane: vector + scalar broadcasts the scalar (one
 // vbroadcast; the lane-by-lane loop this replaced compiled to a chain of inserts, which
