@@ -172,10 +172,10 @@ def _check(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) ->
     for name, (shape, dtype) in expected.items():
         array = arrays[name]
         if array.shape != shape or (dtype is not None and array.dtype != dtype):
-            raise DataFormatError(f"{folder / (name + '.npy')}: shape {array.shape} dtype "
-                                  f"{array.dtype}, meta.json says {shape} {dtype}; delete "
-                                  f"{folder} to regenerate it")
+            raise DataFormatError(folder / f"{name}.npy",
+                                  f"shape {array.shape} dtype {array.dtype}, meta.json says "
+                                  f"{shape} {dtype}; delete {folder} to regenerate it")
     rowptr = arrays["rowptr"]
     if rowptr[0] != 0 or rowptr[-1] != e:
-        raise DataFormatError(f"{folder / 'rowptr.npy'}: runs {rowptr[0]}..{rowptr[-1]}, "
+        raise DataFormatError(folder / "rowptr.npy", f"runs {rowptr[0]}..{rowptr[-1]}, "
                               f"expected 0..{e}; delete {folder} to regenerate it")
