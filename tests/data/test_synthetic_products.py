@@ -247,3 +247,18 @@ def test_the_registry_graph_matches_the_maps_and_refuses_huge_sizes(cache):
         with pytest.raises(ValueError, match="load_synthetic_products"):
             _synthetic_products(None, SMALL, 0)
 
+
+
+def test_cli_lists_and_details_it_without_generating(cache, capsys, monkeypatch):
+    from gnnforge.cli import main
+    from gnnforge.data import _cli as cli_module
+    from gnnforge.data import _registry
+    from gnnforge.data._sources import builtin_sources
+
+    only = [s for s in builtin_sources() if s.name == "synthetic-products"]
+    monkeypatch.setattr(cli_module, "shared_datasets_dir", lambda: None)
+    monkeypatch.setattr(_registry, "shared_datasets_dir", lambda: None)
+    monkeypatch.setattr(_registry, "builtin_sources", lambda: only)
+    assert main(["datasets"]) == 0 and main(["datasets", "synthetic-products"]) == 0
+    out = capsys.readouterr().out
+    assert "synthetic-products" in out and "not generated yet" in out and cache == []
