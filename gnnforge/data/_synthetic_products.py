@@ -137,7 +137,8 @@ class _Urn:
 
     A guide table (Chen & Asau 1974) maps [0, total) in N equal cells to the first
     position whose cumulative weight reaches the cell, so a draw reads about two entries
-    of `cum` instead of a binary search's log2(N) cache misses (4x faster at 2**21 nodes).
+    of `cum` instead of a binary search's log2(N) cache misses (with binary search the
+    generation took 145 s at 2**21 nodes; with the table 27 s at 2.45M).
     """
 
     order: np.ndarray   # [N] int32 ids sorted by class

@@ -2,8 +2,8 @@
 
 All kernels work on raw numpy arrays of the CSR by destination (rowptr, col = in-neighbour,
 eids = parent edge id, or an empty array when the parent's edge ids are the CSR positions
-themselves, as in a graph stored as CSR: no [E] array of ids is then held) and return, for the frontier (the layer's destination seeds, in
-order), the per-seed pick counts and the picked sources / parent edge ids in seed order,
+themselves, as in a graph stored as CSR: no [E] array of ids is then held) and return,
+for the frontier (the layer's destination seeds, in order), the per-seed pick counts and the picked sources / parent edge ids in seed order,
 which is already the CSR of the block. They run on one thread: the machine is shared and
 the samplers are called from one data-loading worker.
 """
