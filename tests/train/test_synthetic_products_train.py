@@ -107,3 +107,20 @@ def test_normalize_features_is_refused_on_the_mapped_features(cache):
                           "normalize_features": True, "progress": False})
     with pytest.raises(ConfigError, match="--normalize-features"):
         build_task(config)
+
+
+def test_registry_graphs_sampled_also_end_with_the_resource_line(tmp_path, capsys):
+    status = main(["train", "--task", "node", "--dataset", "sbm", "--mode", "sampled",
+                   "--max-steps", "2", "--hidden", "8", "--no-progress",
+                   "--out-dir", str(tmp_path / "run")])
+    assert status == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert RESOURCE_LINE.match(last), last
+    # sbm: 2,000 nodes with 16 float32 features, plus its int64 COO
+    assert int(last.rsplit("=", 1)[1]) >= 0
+
+
+def test_full_graph_runs_print_no_resource_line(tmp_path, capsys):
+    assert main(["train", "--task", "node", "--dataset", "sbm", "--max-steps", "1",
+                 "--hidden", "8", "--no-progress", "--out-dir", str(tmp_path / "run")]) == 0
+    assert "steps/s=" not in capsys.readouterr().out
