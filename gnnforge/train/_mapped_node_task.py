@@ -62,7 +62,6 @@ class MappedNodeTask:
         self.sampler = SampledBatches(self.edges, config, features=self.x)
         self.eval_nodes = {split: _subset(getattr(self.data, split), config.seed)
                            for split in ("val", "test")}
-        self.steps = 0
         self.name = f"node classification (sampled-graph {config.model.upper()})"
         spec = self.data.meta["spec"]
         self.description = (f"synthetic-products ({self.data.num_nodes:,} nodes, seed "
@@ -91,7 +90,6 @@ class MappedNodeTask:
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]:
         blocks, input_nodes, seeds = batch
         self.sampler.record(blocks)
-        self.steps += 1
         logits = model(*self._on_device(blocks, input_nodes))
         return F.cross_entropy(logits, self.y_device[seeds.to(self.device)]), int(seeds.numel())
 
@@ -130,7 +128,8 @@ class MappedNodeTask:
 
     def resource_report(self, summary: dict[str, Any]) -> str:
         """`steps/s=S peak_rss_mib=M data_mib=D` (see `resource_line`)."""
-        return resource_line(self.steps, summary["train time (s)"], self.data.data_bytes)
+        return resource_line(self.sampler.steps, summary["train time (s)"],
+                             self.data.data_bytes)
 
     def state_dict(self) -> dict[str, Any]:
         return self.sampler.state_dict()

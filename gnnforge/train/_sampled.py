@@ -109,10 +109,13 @@ class SampledBatches:
         # The epoch's counters and the feature cache's contents decide the per-epoch
         # statistics (sampled edges per batch, cache miss rate), so they are saved too.
         return {"epoch": self._epoch, "edges": self._edges, "batches": self._batches,
+                "steps": self.steps,
                 "store": None if self.store is None else self.store.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if "epoch" in state:  # applied by start_epoch, which resets the counters
             self._resumed = state
+            # over the whole run, as the summary's training time (older checkpoints: 0)
+            self.steps = state.get("steps", 0)
             if self.store is not None and state["store"] is not None:
                 self.store.load_state_dict(state["store"])

@@ -78,7 +78,8 @@ def test_features_and_labels_carry_the_class(small):
     assert y.shape == (SMALL,) and y.dtype == np.int16 and 0 <= y.min() and y.max() < 47
     rowptr, col = arrays["rowptr"], arrays["col"]
     dst = np.repeat(np.arange(SMALL), np.diff(rowptr))
-    assert (y[col] == y[dst]).mean() > 0.6  # homophily 0.8, minus hub mixing
+    # homophily 0.8 between classes; 20% of the labels are redrawn (0.8 * 0.8 kept at both ends)
+    assert (y[col] == y[dst]).mean() > 0.4
     # a neighbourhood mean predicts the class better than the node's own features
     means = np.stack([x[y == k].mean(0) for k in range(47)])
     own = (np.argmax(x @ means.T - 0.5 * (means**2).sum(1), 1) == y).mean()
