@@ -363,7 +363,7 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
     model.train()
     # disable=None lets tqdm hide the bar when stderr is not a terminal (CI logs, pipes).
     quiet = not config.progress or rank != 0
-    bar = tqdm(total=steps, initial=progress.step, disable=True if quiet else None,
+    bar = tqdm(total=last, initial=progress.step, disable=True if quiet else None,
                desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
     losses = _LossSum(progress.loss_sum)
     meter = getattr(task, "xla", None)  # XLA: one graph per step, ended after the update
