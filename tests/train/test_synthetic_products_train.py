@@ -124,3 +124,18 @@ def test_full_graph_runs_print_no_resource_line(tmp_path, capsys):
     assert main(["train", "--task", "node", "--dataset", "sbm", "--max-steps", "1",
                  "--hidden", "8", "--no-progress", "--out-dir", str(tmp_path / "run")]) == 0
     assert "steps/s=" not in capsys.readouterr().out
+
+
+def test_max_steps_counts_across_a_resume(tmp_path, capsys):
+    from gnnforge.train._checkpoint import load_checkpoint
+
+    out = tmp_path / "run"
+    base = ["train", "--task", "node", "--dataset", "sbm", "--mode", "sampled",
+            "--batch-size", "64", "--hidden", "8", "--no-progress", "--out-dir", str(out)]
+    assert main(base + ["--max-steps", "2"]) == 0
+    assert load_checkpoint(out / "checkpoint.pt")["progress"]["total_steps"] == 2
+    assert main(base + ["--max-steps", "5", "--resume"]) == 0
+    state = load_checkpoint(out / "checkpoint.pt")
+    assert state["progress"]["total_steps"] == 5 and len(state["history"]) == 2
+    assert state["task"]["steps"] == 5  # the sampler's count survives the resume
+    capsys.readouterr()
