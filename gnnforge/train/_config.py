@@ -1,4 +1,8 @@
-"""Training configuration: defaults, an optional TOML file, CLI overrides, validation."""
+"""Training configuration: defaults, an optional TOML file, CLI overrides, validation.
+
+One idea past 500 lines: every option's checks sit beside the others, because most are
+about combinations (a flag valid for one task, mode or dataset and refused for the rest).
+"""
 
 from __future__ import annotations
 

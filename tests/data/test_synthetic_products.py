@@ -263,3 +263,17 @@ def test_cli_lists_and_details_it_without_generating(cache, capsys, monkeypatch)
     assert main(["datasets"]) == 0 and main(["datasets", "synthetic-products"]) == 0
     out = capsys.readouterr().out
     assert "synthetic-products" in out and "not generated yet" in out and cache == []
+
+
+def test_a_generated_row_shows_the_measured_sizes(cache):
+    import dataclasses
+
+    from gnnforge.data._cli import _products_meta, _row
+    from gnnforge.data._registry import find_dataset
+
+    source = find_dataset("synthetic-products")
+    small = dataclasses.replace(source, options={**source.options, "num_nodes": SMALL})
+    data = load_synthetic_products(SMALL, progress=False)
+    row = _row(small, _products_meta(small))
+    assert row[:5] == ["synthetic-products", "mapped-csr", 1, SMALL, data.num_edges]
+    assert row[9] == int(np.diff(data.rowptr).max()) and row[10:] == [0, 0, 0]
