@@ -15,6 +15,8 @@ from gnnforge.data._generators import (
     uniform_random,
 )
 from gnnforge.data._ligra import read_ligra
+from gnnforge.data._mapped_products import (MappedProducts, generated_meta,
+                                            load_synthetic_products)
 from gnnforge.data._mtx import read_matrix_market, read_matrix_market_array
 from gnnforge.data._musae import read_graph_json, read_musae
 from gnnforge.data._npz import read_graph_npz
@@ -55,6 +57,8 @@ from gnnforge.data._store import (
     load_meta,
     save_graphs,
 )
+from gnnforge.data._synthetic_products import (PRODUCTS_NODES, ProductsSpec,
+                                               generate_products, split_sizes)
 from gnnforge.data._tu import read_tu_zip
 
 __all__ = [
@@ -66,6 +70,9 @@ __all__ = [
     "DataFormatError",
     "Dataset",
     "DatasetSource",
+    "MappedProducts",
+    "PRODUCTS_NODES",
+    "ProductsSpec",
     "PROGRAM_EDGE_TYPES",
     "ProgramGraphs",
     "UnsafePickleError",
@@ -77,6 +84,8 @@ __all__ = [
     "clean_graph",
     "collection_stats",
     "discover_datasets",
+    "generate_products",
+    "generated_meta",
     "find_dataset",
     "graph_stats",
     "grid_2d",
@@ -84,6 +93,7 @@ __all__ = [
     "load_dataset",
     "load_graphs",
     "load_meta",
+    "load_synthetic_products",
     "load_molecules",
     "molecule_files",
     "molecule_sizes",
@@ -108,6 +118,7 @@ __all__ = [
     "save_graphs",
     "shared_datasets_dir",
     "smiles_to_graph",
+    "split_sizes",
     "stochastic_block_model",
     "uniform_random",
 ]

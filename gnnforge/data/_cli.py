@@ -55,13 +55,35 @@ def _listing_options(source: DatasetSource) -> dict[str, Any]:
 
 def _meta(source: DatasetSource, use_cache: bool, root: Path | None, **options) -> dict[str, Any]:
     from gnnforge.data._registry import cached_dataset_meta, load_dataset
+    from gnnforge.data._sources import PRODUCTS_FORMAT
 
+    if source.fmt == PRODUCTS_FORMAT:  # never generated (minutes, GBs) just to be listed
+        return _products_meta(source)
     options = {**_listing_options(source), **options}
     if use_cache:
         meta = cached_dataset_meta(source, **options)
         if meta is not None:
             return meta
     return load_dataset(source.name, root, use_cache=use_cache, **options).meta
+
+
+def _products_meta(source: DatasetSource) -> dict[str, Any]:
+    """synthetic-products' meta from its folder when generated (statistics measured then),
+    else its expected sizes, marked "not generated yet"."""
+    from gnnforge.data._mapped_products import generated_meta
+
+    meta = generated_meta(source.options["num_nodes"], source.options["seed"])
+    if meta is not None:
+        degree = meta["stats"]
+        stats = {"num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"],
+                 "in_degree": degree, "self_loops": 0, "duplicate_edges": 0,
+                 "isolated_nodes": degree["isolated_nodes"]}
+        return {**meta, "stats": stats}
+    pending = "not generated yet"
+    stats = {"num_nodes": source.options["num_nodes"], "num_edges": pending,
+             "in_degree": {"mean": pending, "median": "", "max": ""}, "self_loops": "",
+             "duplicate_edges": "", "isolated_nodes": ""}
+    return {"stats": stats}
 
 
 def _row(source: DatasetSource, meta: dict[str, Any]) -> list[object]:
@@ -82,7 +104,7 @@ def _row(source: DatasetSource, meta: dict[str, Any]) -> list[object]:
         edge_sizes,
         degree["mean"],
         degree["median"],
-        int(degree["max"]),
+        degree["max"] if isinstance(degree["max"], str) else int(degree["max"]),
         stats["self_loops"],
         stats["duplicate_edges"],
         stats["isolated_nodes"],
@@ -164,6 +186,10 @@ def _detail(args: argparse.Namespace) -> int:
     except KeyError as error:
         print(f"gnnforge datasets: {error.args[0]}", file=sys.stderr)
         return 2
+    from gnnforge.data._sources import PRODUCTS_FORMAT
+
+    if source.fmt == PRODUCTS_FORMAT:
+        return _products_detail(source)
     clean = {
         "symmetrize": args.symmetrize,
         "dedup": args.dedup,
@@ -215,6 +241,27 @@ def _detail(args: argparse.Namespace) -> int:
     if args.plot is not None:
         _plot(args.plot, source.name, stats)
         print(f"\nwrote {args.plot}")
+    return 0
+
+
+def _products_detail(source: DatasetSource) -> int:
+    """synthetic-products' parameters and, once generated, its measured sizes."""
+    meta = _products_meta(source)
+    print(f"{source.name}: {source.description}")
+    if "spec" not in meta:
+        print(f"  not generated yet with {source.options}; `load_synthetic_products()` or "
+              "`gnnforge train --dataset synthetic-products` generates it (docs/data.md)")
+        return 0
+    facts = [("folder", meta.get("folder", "")), ("parameters", meta["spec"]),
+             ("generator version", meta["version"]), ("nodes", meta["num_nodes"]),
+             ("edges (directed, both directions)", meta["num_edges"]),
+             ("in-degree", meta["stats"]["in_degree"]), ("split", meta["split"]),
+             ("self-loops removed", meta["self_loops_removed"]),
+             ("duplicates removed", meta["duplicates_removed"]),
+             ("generation seconds", meta["seconds"]), ("file bytes", meta["bytes"])]
+    width = max(len(key) for key, _ in facts) + 2
+    for key, value in facts:
+        print(f"  {key + ':':<{width}}{_short(value, limit=200)}")
     return 0
 
 

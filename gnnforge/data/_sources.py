@@ -28,7 +28,10 @@ from gnnforge.data._roads import read_mat_graph, read_mtx_with_coordinates
 from gnnforge.data._tu import read_tu_zip, tu_name
 from gnnforge.graph import Graph
 
-__all__ = ["DISCOVERY_RULES", "DatasetSource", "builtin_sources"]
+__all__ = ["DISCOVERY_RULES", "PRODUCTS_FORMAT", "DatasetSource", "builtin_sources"]
+
+# The format tag of synthetic-products: the one source kept as a memory-mapped CSR.
+PRODUCTS_FORMAT = "mapped-csr"
 
 Build = Callable[..., tuple[list[Graph], dict[str, Any]]]
 
@@ -96,6 +99,43 @@ def _programs(clean: CleanOptions, **options):
     return _clean_all(corpus.graphs, clean, meta)
 
 
+def _synthetic_products(clean: CleanOptions, num_nodes: int, seed: int, progress=None):
+    """The memory-mapped graph as an in-memory `Graph` (int64 COO plus node data), for
+    the registry's generic tools; refused past `PRODUCTS_GRAPH_MAX_EDGES` edges, where
+    that copy would cost gigabytes: `load_synthetic_products` (and `gnnforge train --task
+    node --mode sampled`) keep the mapped CSR instead."""
+    import torch
+
+    from gnnforge.data._mapped_products import load_synthetic_products
+
+    data = load_synthetic_products(num_nodes, seed, progress=progress)
+    if data.num_edges > PRODUCTS_GRAPH_MAX_EDGES:
+        raise ValueError(
+            f"synthetic-products with {num_nodes:,} nodes has {data.num_edges:,} edges: an "
+            f"in-memory Graph would hold {16 * data.num_edges / 2**30:.1f} GiB of int64 "
+            "COO; use gnnforge.data.load_synthetic_products (memory-mapped CSR) or "
+            "`gnnforge train --task node --mode sampled --dataset synthetic-products`, or "
+            f"num_nodes <= {PRODUCTS_GRAPH_MAX_EDGES // 64:,}")
+    rowptr = torch.from_numpy(data.rowptr.astype("int64"))
+    dst = torch.repeat_interleave(torch.arange(data.num_nodes), rowptr.diff())
+    src = torch.from_numpy(data.col.astype("int64"))
+    masks = {}
+    for split in ("train", "val", "test"):
+        mask = torch.zeros(data.num_nodes, dtype=torch.bool)
+        mask[getattr(data, split)] = True
+        masks[f"{split}_mask"] = mask
+    graph = Graph(src, dst, data.num_nodes,
+                  node_data={"x": data.x.clone(), "y": data.y, **masks})
+    meta = {key: data.meta[key] for key in ("version", "spec", "split", "self_loops_removed",
+                                            "duplicates_removed")}
+    return _clean_all([graph], clean, {"format": "generator (synthetic-products, "
+                                                 "memory-mapped CSR)", "files": [], **meta})
+
+
+# Past this many edges the registry's in-memory Graph of synthetic-products is refused.
+PRODUCTS_GRAPH_MAX_EDGES = 1 << 24
+
+
 def _clean_all(graphs: list[Graph], clean: CleanOptions, meta: dict[str, Any]):
     cleaned, totals = [], {}
     for graph in graphs:
@@ -148,6 +188,15 @@ def builtin_sources() -> list[DatasetSource]:
             builtin=True,
             fmt="generator",
             collection=True,
+        ),
+        DatasetSource(
+            "synthetic-products",
+            "ogbn-products-shaped graph: 2.45M nodes, ~124M edges, 100-dim features, "
+            "47 classes (memory-mapped CSR; docs/data.md)",
+            _synthetic_products,
+            options={"num_nodes": 2_449_029, "seed": 0, "progress": None},
+            builtin=True,
+            fmt=PRODUCTS_FORMAT,
         ),
         DatasetSource(
             "nci-molecules",

@@ -1,6 +1,7 @@
 """Minibatch sampling: NS, LABOR-0/*, random walks, dependent minibatches, feature cache."""
 
 from gnnforge.sampling._block import Block
+from gnnforge.sampling._common import InEdges
 from gnnforge.sampling._feature_store import FeatureStore
 from gnnforge.sampling._labor import LaborSampler
 from gnnforge.sampling._neighbor import NeighborSampler
@@ -16,6 +17,7 @@ __all__ = [
     "EdgeBatch",
     "EdgeSeeds",
     "FeatureStore",
+    "InEdges",
     "LaborSampler",
     "NeighborSampler",
     "NodeSeeds",

@@ -29,7 +29,9 @@ class InEdges:
         rowptr: [rows + 1] int32/int64.
         col: [E] int32/int64 global source id of each in-edge, in the whole graph's CSR
             order within a row (so a partition samples exactly what the graph would).
-        eids: [E] int32/int64 id of each edge in the parent graph.
+        eids: [E] int32/int64 id of each edge in the parent graph, or an empty array
+            when the ids are the CSR positions (a graph stored as CSR, such as
+            `gnnforge.data.load_synthetic_products`'s: no [E] array of ids is held).
         num_nodes: vertices of the whole graph.
         nodes: None, or [rows] int64 sorted global ids of the rows.
     """
@@ -118,14 +120,13 @@ def csr_arrays(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rowptr.cpu().numpy(), col.cpu().numpy(), eids.cpu().numpy()
 
 
-def sample_blocks(graph: Graph, seeds: np.ndarray, key: VariateKey, num_layers: int,
+def sample_blocks(edges: InEdges, seeds: np.ndarray, key: VariateKey, num_layers: int,
                   layer_fn: LayerFn) -> list[Block]:
     """Run `layer_fn` from the output layer down; return blocks input layer first.
 
     Memory follows the batch: every array allocated here is sized by the frontier or the
     sampled edges, never by num_nodes (compaction uses a batch-sized hash map).
     """
-    edges = in_edges(graph)
     frontier = seeds
     blocks = []
     for layer in reversed(range(num_layers)):
@@ -175,13 +176,14 @@ class LayerwiseSampler:
     def layer_fn(self, graph: Graph) -> LayerFn:
         raise NotImplementedError
 
-    def sample(self, graph: Graph, seeds: Tensor | Sequence[int],
+    def sample(self, graph: Graph | InEdges, seeds: Tensor | Sequence[int],
                generator: torch.Generator | None = None, *,
                key: VariateKey | None = None) -> list[Block]:
         """Sample blocks whose last layer's destinations are `seeds`.
 
         Args:
-            graph: the full graph; in-edges come from `graph.csr()`.
+            graph: the full graph (in-edges from `graph.csr()`), or a whole graph's
+                `InEdges` (a CSR held without a `Graph`, e.g. memory-mapped).
             seeds: [B] distinct int64 node ids.
             generator: source of this minibatch's key (independent minibatches).
             key: instead of a generator, an explicit key, e.g. from `DependentKeys`.
@@ -189,7 +191,13 @@ class LayerwiseSampler:
         Returns:
             `num_layers` blocks, input layer first.
         """
-        seeds_np = check_seeds(graph, seeds)
-        return sample_blocks(graph, seeds_np, resolve_key(generator, key), self.num_layers,
+        if isinstance(graph, InEdges):
+            if graph.nodes is not None:
+                raise ValueError("sample: these InEdges hold a partition's rows; sample a "
+                                 "partition with gnnforge.distributed's samplers")
+            seeds_np, edges = check_seed_ids(seeds, graph.num_nodes), graph
+        else:
+            seeds_np, edges = check_seeds(graph, seeds), in_edges(graph)
+        return sample_blocks(edges, seeds_np, resolve_key(generator, key), self.num_layers,
                              self.layer_fn(graph))
 

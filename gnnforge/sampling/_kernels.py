@@ -1,8 +1,9 @@
 """Numba kernels of the samplers: one layer of NS, LABOR and random walks, and compaction.
 
 All kernels work on raw numpy arrays of the CSR by destination (rowptr, col = in-neighbour,
-eids = parent edge id) and return, for the frontier (the layer's destination seeds, in
-order), the per-seed pick counts and the picked sources / parent edge ids in seed order,
+eids = parent edge id, or an empty array when the parent's edge ids are the CSR positions
+themselves, as in a graph stored as CSR: no [E] array of ids is then held) and return,
+for the frontier (the layer's destination seeds, in order), the per-seed pick counts and the picked sources / parent edge ids in seed order,
 which is already the CSR of the block. They run on one thread: the machine is shared and
 the samplers are called from one data-loading worker.
 """
@@ -79,7 +80,8 @@ def neighbor_layer(rowptr, col, eids, rows, frontier, fanout, replace, key_a, ke
         elif dependent:
             keys = np.empty(d, dtype=np.float64)
             for j in range(d):
-                keys[j] = variate(key_a, key_b, mix, dependent, eids[start + j], _SALT_EDGE)
+                keys[j] = variate(key_a, key_b, mix, dependent, _edge_id(eids, start + j),
+                                   _SALT_EDGE)
             order = np.argsort(keys)
             for j in range(k):
                 pos[out] = start + order[j]
@@ -99,7 +101,7 @@ def neighbor_layer(rowptr, col, eids, rows, frontier, fanout, replace, key_a, ke
             for q in range(k):
                 pos[out] = start + chosen[q]
                 out += 1
-    return counts, _gather(col, pos), _gather(eids, pos)
+    return counts, _gather(col, pos), _gather_edge_ids(eids, pos)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -109,6 +111,19 @@ def _gather(values, pos):
     for j in range(pos.shape[0]):
         out[j] = values[pos[j]]
     return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _edge_id(eids, position):
+    """The parent edge id at CSR `position`: eids[position], or the position itself when
+    `eids` is empty (the edge ids are the CSR order)."""
+    return np.int64(position) if eids.shape[0] == 0 else np.int64(eids[position])
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_edge_ids(eids, pos):
+    """`_gather(eids, pos)`, or a copy of `pos` when the edge ids are the CSR order."""
+    return pos.copy() if eids.shape[0] == 0 else _gather(eids, pos)
 
 
 # r_t comes from a per-vertex [N] float64 table (N hashes instead of one per in-edge read)
@@ -189,7 +204,7 @@ def labor_layer(rowptr, col, eids, rows, c, pi_edge, use_pi, num_nodes, key_a, k
         for j in range(stop - start):
             if marks[j]:
                 src[out] = col[start + j]
-                eid[out] = eids[start + j]
+                eid[out] = _edge_id(eids, start + j)
                 if use_pi:
                     weight[out] = 1.0 / min(1.0, c[i] * pi_edge[m + j])
                     norm += weight[out]

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from gnnforge.train._config import (NODE_MODES, SAMPLERS, TASK_DEFAULTS, TASKS, ConfigError,
-                                     TrainConfig)
+from gnnforge.train._config import (NODE_MODES, OPTIONAL_INTS, SAMPLERS, TASK_DEFAULTS, TASKS,
+                                     ConfigError, TrainConfig)
 
 DESCRIPTION = ("train a GNN (default: GIN regressing TPSA on RDKit's NCI molecules with "
                "fixed-shape packed batches)")
@@ -18,6 +18,11 @@ _HELP = {
                "train node classification, labelled graph collections graph prediction, "
                "unlabelled graphs link prediction (default: nci-tpsa, pubmed or rmat by task)",
     "epochs": "maximum number of epochs", "lr": "Adam learning rate",
+    "max_steps": "stop after this many optimiser steps in all, across epochs (default: no "
+                 "limit); the node task's sampled mode then ends with a line "
+                 "`steps/s=S peak_rss_mib=M data_mib=D`",
+    "synthetic_nodes": "--dataset synthetic-products: number of nodes (0: ogbn-products' "
+                       "2,449,029; e.g. 262144 to 8388608 for scaling curves)",
     "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
     "dropout": "dropout probability", "seed": "seed for model init, splits and batch order",
     "patience": "early stopping: epochs without validation improvement (0: off)",
@@ -96,6 +101,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         flag = "--" + name.replace("_", "-")
         if name == "step_delay":
             parser.add_argument(flag, type=float, default=None, help=argparse.SUPPRESS)
+        elif name in OPTIONAL_INTS:
+            parser.add_argument(flag, type=int, default=None, help=_HELP[name])
         elif isinstance(value, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
                                 help=_help(name, value))
@@ -142,6 +149,10 @@ def build_task(config: TrainConfig) -> Any:
         from gnnforge.train._partitioned import PartitionedNodeTask
 
         return PartitionedNodeTask(config)
+    if config.task == "node" and str(config.dataset).lower() == "synthetic-products":
+        from gnnforge.train._mapped_node_task import MappedNodeTask
+
+        return MappedNodeTask(config)
     if config.task == "node":
         from gnnforge.train._node_task import NodeTask
 
@@ -295,7 +306,10 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, FileNotFoundError) as error:
         print(f"gnnforge train: error: {error}", file=sys.stderr)
         return 2
-    fit(config, task)
+    summary = fit(config, task)
+    report = task.resource_report(summary) if hasattr(task, "resource_report") else None
+    if report is not None and _rank() == 0:
+        print(report, flush=True)  # sampled node training: the run's last line
     if hasattr(task, "rank_report"):
         print(task.rank_report(), flush=True)  # every process: its own memory and traffic
     finish_distributed()

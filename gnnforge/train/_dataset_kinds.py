@@ -46,6 +46,7 @@ def dataset_kind(name: str) -> DatasetKind:
     if path.suffix.lower() in (".csv", ".smi", ".gz", ".txt") and path.is_file():
         return DatasetKind("graph", "a molecule file", None)
     from gnnforge.data import find_dataset
+    from gnnforge.data._sources import PRODUCTS_FORMAT
 
     source = find_dataset(name)
     if source.fmt == "smiles":
@@ -57,6 +58,7 @@ def dataset_kind(name: str) -> DatasetKind:
     if source.collection:
         raise ValueError(f"dataset {source.name!r} is a collection of graphs without labels; "
                          "there is nothing to train on")
-    if source.fmt in ("planetoid", "musae") or source.description in _LABELLED_NPZ:
+    if source.fmt in ("planetoid", "musae", PRODUCTS_FORMAT) \
+            or source.description in _LABELLED_NPZ:
         return DatasetKind("node", "a node-labelled graph", source.name)
     return DatasetKind("link", "an unlabelled graph", source.name)

@@ -76,6 +76,7 @@ class _Progress:
     stopped_early: bool = False
     best_metric: float | None = None   # records for --early-stopping loss-and-metric
     lowest_loss: float | None = None
+    total_steps: int = 0        # finished steps over all epochs (--max-steps)
 
 
 def init_distributed() -> tuple[int, int]:
@@ -143,7 +144,8 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
     saver = _Saver(path, model, optimizer, task, config, rank, world)
     _plan_model(model, task, printer if rank == 0 else (lambda *_: None))
 
-    while progress.epoch < config.epochs and not progress.stopped_early:
+    while progress.epoch < config.epochs and not progress.stopped_early \
+            and not _out_of_steps(config, progress):
         _train_epoch(config, task, trained, optimizer, progress, saver, history, best_state,
                      rank, world)
         row = _finish_epoch(config, task, model, progress, history)
@@ -173,6 +175,11 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
         if meter is not None:
             printer(meter.report())
     return summary
+
+
+def _out_of_steps(config: TrainConfig, progress: _Progress) -> bool:
+    """True once --max-steps optimiser steps have been taken."""
+    return config.max_steps is not None and progress.total_steps >= config.max_steps
 
 
 def _snapshot(model: nn.Module) -> dict[str, Tensor]:
@@ -351,17 +358,19 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
     # Independent: rank r takes batches r, r + W, ... (every rank the same number of steps).
     # Cooperative: every rank takes its share of every batch.
     steps = num_batches if shared else num_batches // world
+    last = steps if config.max_steps is None else \
+        min(steps, progress.step + config.max_steps - progress.total_steps)
     model.train()
     # disable=None lets tqdm hide the bar when stderr is not a terminal (CI logs, pipes).
     quiet = not config.progress or rank != 0
-    bar = tqdm(total=steps, initial=progress.step, disable=True if quiet else None,
+    bar = tqdm(total=last, initial=progress.step, disable=True if quiet else None,
                desc=f"epoch {progress.epoch + 1}/{config.epochs}", unit="step", leave=False)
     losses = _LossSum(progress.loss_sum)
     meter = getattr(task, "xla", None)  # XLA: one graph per step, ended after the update
     batches = step_batches(task.batch, [step if shared else step * world + rank
-                                        for step in range(progress.step, steps)],
+                                        for step in range(progress.step, last)],
                            config.workers)
-    for step in range(progress.step, steps):
+    for step in range(progress.step, last):
         start = time.perf_counter()
         batch = next(batches)
         loss, items = task.loss(model, batch)
@@ -376,6 +385,7 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
         del batch, loss
         progress.items += items
         progress.step = step + 1
+        progress.total_steps += 1
         if not bar.disable and losses.due():  # a host sync: counted as training time
             bar.set_postfix(loss=f"{losses.value() / max(progress.items, 1):.4f}")
         progress.seconds += time.perf_counter() - start

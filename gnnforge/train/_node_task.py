@@ -238,6 +238,17 @@ class NodeTask:
                     str(int(self.graph.node_data[f"{s}_mask"].sum()))
                     for s in ("train", "val", "test")))]
 
+    def resource_report(self, summary: dict[str, Any]) -> str | None:
+        """`steps/s=S peak_rss_mib=M data_mib=D` (sampled mode in one process, see
+        `resource_line`; None otherwise): data is the graph's COO and the input features."""
+        from gnnforge.train._resources import resource_line
+
+        if not self.sampled or self.cooperative:
+            return None
+        graph = self.graph
+        data = graph.src.nbytes + graph.dst.nbytes + self.x.numel() * self.x.element_size()
+        return resource_line(self.sampler.steps, summary["train time (s)"], data)
+
     def state_dict(self) -> dict[str, Any]:
         return self.sampler.state_dict() if self.sampled else {}
 

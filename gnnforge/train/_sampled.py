@@ -32,11 +32,15 @@ def step_key(seed: int, epoch: int, step: int) -> Any:
 class SampledBatches:
     """Blocks for `NodeClassifier` from NS or LABOR over `graph`.
 
-    Each batch is (blocks, input_nodes, seeds): blocks input layer first, input_nodes the
-    [n] original ids whose features layer 0 reads, seeds the [b] labelled destinations.
+    `graph` is a `Graph` (features: its node_data["x"]) or a whole graph's `InEdges` (a
+    CSR held without a Graph, e.g. memory-mapped; `features` then names the [N, F] rows
+    the feature cache reads). Each batch is (blocks, input_nodes, seeds): blocks input
+    layer first, input_nodes the [n] original ids whose features layer 0 reads, seeds the
+    [b] labelled destinations.
     """
 
-    def __init__(self, graph: Graph, config: TrainConfig) -> None:
+    def __init__(self, graph: Graph | Any, config: TrainConfig,
+                 features: Tensor | None = None) -> None:
         from gnnforge.sampling import (DependentKeys, FeatureStore, LaborSampler,
                                        NeighborSampler)
 
@@ -46,12 +50,14 @@ class SampledBatches:
         self.graph, self.config = graph, config
         self.keys = DependentKeys(config.dependent, seed=config.seed) if config.dependent \
             else None
-        self.store = (FeatureStore(graph.node_data["x"].float(), config.cache_size)
-                      if config.cache_size else None)
+        if features is None and config.cache_size:
+            features = graph.node_data["x"].float()
+        self.store = FeatureStore(features, config.cache_size) if config.cache_size else None
         self._seeds: list[Tensor] = []
         self._epoch = 0
         self._edges = 0
         self._batches = 0
+        self.steps = 0  # batches trained by this process, over every epoch
         self._resumed: dict[str, Any] | None = None  # counters to restore in start_epoch
 
     def start_epoch(self, epoch: int, train_nodes: Tensor) -> int:
@@ -83,6 +89,7 @@ class SampledBatches:
         """Count a batch the model trained on into the epoch's statistics."""
         self._edges += sum(block.num_edges for block in blocks)
         self._batches += 1
+        self.steps += 1
 
     def features(self, x: Any, input_nodes: Tensor) -> Any:
         """[n, F] input features of `input_nodes` (x a tensor or SparseFeatures), through
@@ -102,10 +109,13 @@ class SampledBatches:
         # The epoch's counters and the feature cache's contents decide the per-epoch
         # statistics (sampled edges per batch, cache miss rate), so they are saved too.
         return {"epoch": self._epoch, "edges": self._edges, "batches": self._batches,
+                "steps": self.steps,
                 "store": None if self.store is None else self.store.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if "epoch" in state:  # applied by start_epoch, which resets the counters
             self._resumed = state
+            # over the whole run, as the summary's training time (older checkpoints: 0)
+            self.steps = state.get("steps", 0)
             if self.store is not None and state["store"] is not None:
                 self.store.load_state_dict(state["store"])

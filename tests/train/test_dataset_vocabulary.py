@@ -15,7 +15,8 @@ from gnnforge.train._node_data import per_class_split, structural_features
 # The kind of every dataset of shared/datasets (MANIFEST.md) and of the built-ins.
 EXPECTED = {
     "node": {"cora", "citeseer", "pubmed", "cora-npz", "citeseer-npz", "amazon_cs",
-             "amazon_photo", "coauthor_cs", "coauthor_phy", "musae-facebook", "musae-git", "sbm"},
+             "amazon_photo", "coauthor_cs", "coauthor_phy", "musae-facebook", "musae-git", "sbm",
+             "synthetic-products"},
     "graph": {"enzymes", "imdb-binary", "mutag", "mutagenicity", "nci1", "proteins",
               "reddit10k", "bbbp", "lipophilicity", "sampl", "bace", "clintox",
               "delaney-processed", "sider", "tox21", "qm9", "zinc-test", "zinc-valid",

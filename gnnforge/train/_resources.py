@@ -1,0 +1,23 @@
+"""The resource line a sampled node-training run ends with (issue 32's target format)."""
+
+from __future__ import annotations
+
+import resource
+import sys
+
+__all__ = ["peak_rss_mib", "resource_line"]
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size so far, in MiB (`getrusage`: KiB on Linux,
+    bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def resource_line(steps: int, seconds: float, data_bytes: int) -> str:
+    """`steps/s=S peak_rss_mib=M data_mib=D`: optimiser steps per second of training time,
+    the peak RSS, and the bytes of structure + features the run holds, in MiB."""
+    rate = steps / seconds if seconds > 0 else 0.0
+    return (f"steps/s={rate:.2f} peak_rss_mib={peak_rss_mib():.0f} "
+            f"data_mib={data_bytes / 2**20:.0f}")
