@@ -21,7 +21,8 @@ runs every method once (interleaved, so drift hits all alike).
     python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2
 
 `--restrictions` re-runs the grid in fresh processes with the candidates restricted to
-AVX2 (GNNFORGE_ISA=avx2, NUMBA_CPU_NAME=haswell, MKL_ENABLE_INSTRUCTIONS=AVX2) and to
+AVX2 (GNNFORGE_ISA=avx2, NUMBA_CPU_NAME=haswell, MKL_ENABLE_INSTRUCTIONS=AVX2; DGL's
+libxsmm likewise, LIBXSMM_TARGET=hsw) and to
 SSE2 (GNNFORGE_ISA=sse2, NUMBA_CPU_NAME=x86-64, MKL_ENABLE_INSTRUCTIONS=SSE4_2), standing
 in for machines without AVX-512 or with slow wide vectors; each restriction has its own
 tuning record, so the default path measures again there. Run it in a venv that has DGL
@@ -54,8 +55,9 @@ from gnnforge.ops._kernel_class import KernelClass  # noqa: E402
 
 RESTRICTIONS = {
     "all": {},
+    # LIBXSMM_TARGET=hsw: DGL's libxsmm JIT emits AVX2 code too (like with like).
     "avx2": {"GNNFORGE_ISA": "avx2", "NUMBA_CPU_NAME": "haswell",
-             "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "LIBXSMM_TARGET": "hsw"},
     "sse2": {"GNNFORGE_ISA": "sse2", "NUMBA_CPU_NAME": "x86-64",
              "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
 }
