@@ -50,7 +50,13 @@ from spmm import _load  # noqa: E402  (the same workloads as spmm.py)
 
 import gnnforge.ops as ops  # noqa: E402
 from gnnforge.data import shared_datasets_dir  # noqa: E402
-from gnnforge.ops import _cpu_kernels, _kernel_class, _trials, _tuning_record  # noqa: E402
+from gnnforge.ops import (  # noqa: E402
+    _calibration,
+    _cpu_kernels,
+    _kernel_class,
+    _trials,
+    _tuning_record,
+)
 from gnnforge.ops._kernel_class import KernelClass  # noqa: E402
 
 RESTRICTIONS = {
@@ -122,7 +128,14 @@ def _chosen(kernel_class: KernelClass, work: int, new_trials: list[dict]) -> str
     for trial in new_trials:
         if trial["class"] == kernel_class.key():
             return f"{trial['choice']} (trial)"
-    return _trials.class_choice(kernel_class, work)
+    return _class_choice(kernel_class, work)
+
+
+def _class_choice(kernel_class: KernelClass, work: int) -> str:
+    """What a call of `kernel_class` gathering `work` elements runs on a graph without its
+    own trial: the trials' verdict for that size, else the calibrated choice."""
+    calibrated = _calibration.choice(kernel_class, _cpu_kernels)
+    return _trials.class_choice(kernel_class, calibrated, work)
 
 
 # Rounds of the re-timing of the default path against the cell's fastest candidate alone:
@@ -177,8 +190,8 @@ def selection_overhead(repeats: int = 3000) -> str:
                   torch.randint(0, 100, (300,), generator=generator), 100)
     x = torch.randn(100, 16, generator=generator)
     ops.copy_u_sum(graph, x)
-    chosen = _trials.class_choice(KernelClass("copy_lhs", "sum", "float32", "int32", 1),
-                                  graph.num_edges * 16)
+    chosen = _class_choice(KernelClass("copy_lhs", "sum", "float32", "int32", 1),
+                           graph.num_edges * 16)
 
     def per_call_us(function):
         function()

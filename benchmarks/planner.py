@@ -249,10 +249,8 @@ def main(argv=None) -> int:
     if args.isa:  # read on every kernel choice; tuned up front, not in a timed call
         import os
 
-        from gnnforge.ops import _calibration
-
         os.environ["GNNFORGE_ISA"] = args.isa
-        _calibration.tune()
+        ops.tune()
     if args.backend:
         with ops.use_backend(args.backend):
             return _run(args)

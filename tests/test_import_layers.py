@@ -97,11 +97,6 @@ def test_no_import_cycles_in_gnnforge():
     assert _cycles(_imports()) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 34's target, not met: ops/ is one-way layers now, but 15 modules deep (native "
-    "build 5 < CPU kernels < calibration inputs < calibration < trials < auto kernels < "
-    "dispatch < custom ops < public functions < shortcuts < the package); 8 needs layers "
-    "merged or kernels handed to the calibration from above"))
 def test_ops_is_at_most_eight_levels_deep():
     assert not _cycles(_imports())
     chain = _longest_chain(_imports(), "gnnforge.ops")

@@ -11,8 +11,8 @@ the first call on a graph times them on it, `kernel_trials` lists those decision
 See docs/kernels.md.
 """
 
+from gnnforge.ops._auto_kernels import tune
 from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
-from gnnforge.ops._calibration import tune
 from gnnforge.ops._dispatch import BACKENDS, use_backend
 from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._generic import gsddmm, gspmm

@@ -1,31 +1,37 @@
 """The `auto` backend: per call, the CPU kernel measured fastest for its kernel class.
 
 Each call is classified (`_kernel_class.classify`), the calibration's choice for the class
-(`_calibration.choice`) runs, refined on the real graph where candidates were close
-(`_trials.run`). Also resolves every CPU backend name ('auto', 'native[:VARIANT]',
-'numba', 'mkl') to its kernels, for the dispatch table and the custom ops. Under 'auto',
+(`_calibration.choice`, with this module handing in the CPU kernels of `_cpu_kernels` as
+the candidates) runs, refined on the real graph where candidates were close
+(`_trials.run`, handed that choice). `tune` measures the common classes up front. Also
+resolves every CPU backend name ('auto', 'native[:VARIANT]', 'numba', 'mkl') to its
+kernels, for the custom ops' kernel table (`_custom_ops.kernel`). Under 'auto',
 copy max/min winners are in the graph's index dtype whichever candidate ran (the custom
 op's fake implementation declares them so).
 
-The top of kernel selection: vocabulary < record < calibration < trials < this module.
+The top of kernel selection: vocabulary < record < calibration and trials (side by side)
+< this module, which joins them to the CPU kernels.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 from torch import Tensor
 
-from gnnforge.ops import _trials, _tuning_record
+from gnnforge.ops import _calibration, _cpu_kernels, _trials, _tuning_record
 from gnnforge.ops._cpu import gsddmm_cpu
 from gnnforge.ops._cpu_kernels import fixed_extreme_grad, fixed_mean_grad, fixed_sddmm, fixed_spmm
 from gnnforge.ops._kernel_class import KernelClass, classify
 from gnnforge.ops._native import available as native_available
 
 __all__ = ["extreme_grad_kernel", "forget", "gsddmm_auto", "gspmm_auto", "is_cpu_backend",
-           "mean_grad_kernel", "sddmm_kernel", "spmm_kernel"]
+           "mean_grad_kernel", "sddmm_kernel", "spmm_kernel", "tune"]
+
+Result = TypeVar("Result")
 
 _COPY_OPS = ("copy_lhs", "copy_rhs")
 _NATIVE_SDDMM_OPS = ("add", "mul", "dot")
@@ -61,6 +67,30 @@ def forget() -> None:
     (tests; after GNNFORGE_ISA changes)."""
     _tuning_record.forget()
     _trials.forget()
+
+
+def tune(classes: list[KernelClass] | None = None, force: bool = False,
+         progress: bool = False) -> dict[str, dict]:
+    """Measure the CPU kernels of some kernel classes now and record the winners.
+
+    Args:
+        classes: which classes; default `_calibration.common_classes()`.
+        force: measure again even where a choice is recorded (with the default
+            classes: the common ones and every class the record holds).
+        progress: show a progress bar.
+
+    Returns:
+        `measured_classes()` after tuning.
+    """
+    return _calibration.tune(_cpu_kernels, classes, force, progress)
+
+
+def _run(kernel_class: KernelClass, graph: _trials.GraphKey, work: int,
+         call: Callable[[str], Result]) -> Result:
+    """`call(name)` for the candidate to run: the calibration's choice for the class,
+    refined on `graph` by the trials."""
+    calibrated = _calibration.choice(kernel_class, _cpu_kernels)
+    return _trials.run(kernel_class, calibrated, graph, work, call)
 
 
 def _class(primitive: str, reduce: str, data: Tensor, index: Tensor, width: int,
@@ -102,7 +132,7 @@ def gspmm_auto(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
             else width                     # per-head classes: one head's row (_kernel_class)
         kernel_class = classify(primitive, reduce, data.dtype, rowptr.dtype, class_width,
                                 gathered_bytes)
-    out, arg_lhs, arg_rhs = _trials.run(
+    out, arg_lhs, arg_rhs = _run(
         kernel_class, _graph_key(rowptr, col), col.shape[0] * width,
         lambda name: fixed_spmm(name)(rowptr, col, eids, lhs, rhs, op, reduce, record_args))
     # Winners in the index dtype (numba's are int64); the unread side stays empty int64.
@@ -121,8 +151,8 @@ def gsddmm_auto(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
     width = max(math.prod(lhs.shape[1:]), math.prod(rhs.shape[1:]))
     kernel_class = _class(f"sddmm_{op}", "-", data, lhs_row, width,
                           max(lhs.shape[0], rhs.shape[0]))
-    return _trials.run(kernel_class, _graph_key(lhs_row, rhs_row), lhs_row.shape[0] * width,
-                       lambda name: fixed_sddmm(name)(lhs_row, rhs_row, lhs, rhs, op))
+    return _run(kernel_class, _graph_key(lhs_row, rhs_row), lhs_row.shape[0] * width,
+                lambda name: fixed_sddmm(name)(lhs_row, rhs_row, lhs, rhs, op))
 
 
 def _mean_grad_auto(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
@@ -141,5 +171,5 @@ def _gradient_auto(primitive: str, fixed: Callable[[str], Callable], colptr: Ten
     recorded winners for max/min) by the candidate measured fastest for its class."""
     width = math.prod(grad.shape[1:])
     kernel_class = _class(primitive, "-", grad, colptr, width, grad.shape[0])
-    return _trials.run(kernel_class, _graph_key(colptr, row), row.shape[0] * width,
-                       lambda name: fixed(name)(colptr, row, third, grad, num_src))
+    return _run(kernel_class, _graph_key(colptr, row), row.shape[0] * width,
+                lambda name: fixed(name)(colptr, row, third, grad, num_src))

@@ -17,6 +17,8 @@ there would wait for itself forever. So the weakref callback takes no lock: it m
 buffer to a queue (deque appends are atomic), and the next call that holds the lock
 drains the queue into the free list.
 
+New buffers get madvise(MADV_HUGEPAGE) before their first touch (`advise_huge`, through
+libc: the pool needs nothing from the native library, so it stays a leaf below it).
 Free buffers held by the pool are capped (`GNNFORGE_BUFFER_POOL_MIB`, default 1/8 of
 physical memory, at most 2 GiB; 0 disables the pool); `empty_cache()` drops them all.
 """
@@ -24,7 +26,10 @@ physical memory, at most 2 GiB; 0 disables the pool); `empty_cache()` drops them
 from __future__ import annotations
 
 import collections
+import ctypes
+import functools
 import math
+import mmap
 import os
 import threading
 import weakref
@@ -33,7 +38,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["BufferPool", "buffer_pool_statistics", "empty_cache", "pooled_empty"]
+__all__ = ["BufferPool", "advise_huge", "buffer_pool_statistics", "empty_cache",
+           "pooled_empty"]
 
 # Outputs below this size come from torch.empty: glibc's heap reuses them without faults
 # and the pool's bookkeeping (a few microseconds) would show on small calls.
@@ -67,7 +73,7 @@ class BufferPool:
     Args:
         cap_bytes: most bytes of free buffers kept; the least recently freed go first.
         advise: called once on each new buffer's (address, bytes) before its first
-            touch (the native library asks for transparent huge pages there).
+            touch (`advise_huge` asks for transparent huge pages there).
     """
 
     def __init__(self, cap_bytes: int, advise=None):
@@ -165,17 +171,38 @@ class BufferPool:
             self._free_bytes -= self._free.pop(0)[2]
 
 
+@functools.lru_cache(maxsize=1)
+def _madvise():
+    """libc's madvise(2), or None where Python knows no MADV_HUGEPAGE (not Linux)."""
+    if not hasattr(mmap, "MADV_HUGEPAGE"):
+        return None
+    function = ctypes.CDLL(None, use_errno=True).madvise
+    function.argtypes, function.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], \
+        ctypes.c_int
+    return function
+
+
+def advise_huge(address: int, nbytes: int) -> None:
+    """Ask for transparent huge pages on the whole 2 MiB pages of a fresh buffer before its
+    first touch (fewer page faults for large outputs); a no-op where the kernel refuses.
+
+    The same as the native library's `gf_advise_huge`, done here so that the pool does not
+    import the library's loader (which would stack the native kernels a level deeper).
+    """
+    madvise = _madvise()
+    start = -(-address // _ROUND) * _ROUND
+    stop = (address + nbytes) // _ROUND * _ROUND
+    if madvise is not None and stop > start:
+        madvise(start, stop - start, mmap.MADV_HUGEPAGE)
+
+
 _POOL: BufferPool | None = None
 
 
 def _pool() -> BufferPool:
     global _POOL
     if _POOL is None:
-        from gnnforge.ops._native_build import load
-
-        library = load()
-        _POOL = BufferPool(_default_cap_bytes(),
-                           None if library is None else library.gf_advise_huge)
+        _POOL = BufferPool(_default_cap_bytes(), advise_huge)
     return _POOL
 
 

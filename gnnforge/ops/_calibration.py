@@ -10,8 +10,9 @@ records the winner in the per-machine record (`_tuning_record`). Later processes
 record and pay nothing; a lookup is one dict access. `tune()` calibrates every common
 class up front (`gnnforge tune`).
 
-Candidates (`_cpu_kernels.candidates`): each native instruction-set variant
-(`_native_build`), numba, and for copy sum/mean MKL's CSR product (`torch.sparse.mm`).
+Candidates (`_cpu_kernels.candidates`, handed in by the layer above as `kernels`, so this
+module imports no backend): each native instruction-set variant (`_native_build`), numba,
+and for copy sum/mean MKL's CSR product (`torch.sparse.mm`).
 `GNNFORGE_BACKEND` forces one backend for every call (see `_dispatch`);
 `GNNFORGE_ISA=sse2|avx2` restricts the native variants to that instruction set and below,
 standing in for a machine without AVX-512 or AVX2 (numba's and MKL's own restrictions are
@@ -19,8 +20,9 @@ NUMBA_CPU_NAME and MKL_ENABLE_INSTRUCTIONS). The binary g-SpMMs (add, mul) and g
 (add, mul, dot) are kernel classes too; edge softmax and GINE's fused kernels run the
 default variant (the widest under GNNFORGE_ISA).
 
-Layering: above the vocabulary, the record and the candidates' kernels; below the
-per-graph trials (`_trials`), which refine a close choice on the real input.
+Layering: above the vocabulary and the record; beside the per-graph trials (`_trials`),
+which refine a close choice on the real input; below `_auto_kernels`, which hands in the
+CPU kernels and defines the public `tune` with them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gnnforge.ops import _calibration_inputs, _cpu_kernels, _tuning_record
+from gnnforge.ops import _calibration_inputs, _tuning_record
+from gnnforge.ops._calibration_inputs import CandidateKernels
 from gnnforge.ops._kernel_class import STREAMS, WIDTH_CLASS_BYTES, KernelClass, parse_key
 
 __all__ = ["Clock", "choice", "clock", "common_classes", "tune"]
@@ -62,8 +65,9 @@ class Clock:
 clock = Clock()
 
 
-def choice(kernel_class: KernelClass) -> str:
-    """The fastest candidate for `kernel_class` on this machine (measured once, then read)."""
+def choice(kernel_class: KernelClass, kernels: CandidateKernels) -> str:
+    """The fastest of `kernels`' candidates for `kernel_class` on this machine (measured
+    once, then read)."""
     found = _tuning_record.recorded(kernel_class)
     if found is not None:
         return found
@@ -71,19 +75,19 @@ def choice(kernel_class: KernelClass) -> str:
         _tuning_record.load()
         found = _tuning_record.recorded(kernel_class)
         if found is None:
-            found = _calibrate(kernel_class)
+            found = _calibrate(kernel_class, kernels)
     return found
 
 
-def _calibrate(kernel_class: KernelClass) -> str:
+def _calibrate(kernel_class: KernelClass, kernels: CandidateKernels) -> str:
     """Time the class's candidates, record and return the winner (the caller holds the
     record's lock)."""
-    names = _cpu_kernels.candidates(kernel_class)
+    names = kernels.candidates(kernel_class)
     if len(names) == 1:
         _tuning_record.remember(kernel_class, names[0])
         return names[0]
-    times, descheduled = _time_candidates({name: _calibration_inputs.runner(name, kernel_class)
-                                           for name in names})
+    times, descheduled = _time_candidates(
+        {name: _calibration_inputs.runner(name, kernel_class, kernels) for name in names})
     # The fastest run, not the median, decides: interference from other processes only
     # ever adds time, so the minimum is the best estimate of the undisturbed speed.
     winner = min(times, key=lambda name: min(times[name]))
@@ -158,19 +162,11 @@ def common_classes() -> list[KernelClass]:
     return classes
 
 
-def tune(classes: list[KernelClass] | None = None, force: bool = False,
-         progress: bool = False) -> dict[str, dict]:
-    """Measure kernel classes now (default `common_classes()`) and record the winners.
-
-    Args:
-        classes: which classes; default the common ones.
-        force: measure again even where a choice is recorded (with the default
-            classes: the common ones and every class the record holds).
-        progress: show a progress bar.
-
-    Returns:
-        `measured_classes()` after tuning.
-    """
+def tune(kernels: CandidateKernels, classes: list[KernelClass] | None = None,
+         force: bool = False, progress: bool = False) -> dict[str, dict]:
+    """Measure `kernels`' candidates for some kernel classes now and record the winners:
+    the public `gnnforge.ops.tune` (`_auto_kernels.tune`, which hands in the CPU kernels
+    and documents the other arguments)."""
     if classes is None:
         classes = common_classes()
         if force:  # also every class measured on first use (binary g-SpMMs, float64, ...)
@@ -184,5 +180,5 @@ def tune(classes: list[KernelClass] | None = None, force: bool = False,
         with _tuning_record.lock:
             _tuning_record.load()
             if force or _tuning_record.recorded(kernel_class) is None:
-                _calibrate(kernel_class)
+                _calibrate(kernel_class, kernels)
     return _tuning_record.measured_classes()

@@ -5,17 +5,20 @@ a few hubs, sources skewed the same way, like the R-MAT and social graphs the ke
 serve) in both index dtypes, and features of the class's representative width. Small
 enough that a class times in well under a second, large enough (features of 0.5-16 MiB,
 past L2) that the memory behaviour, not call overhead, decides.
+
+The kernels to run are handed in (`CandidateKernels`: `_cpu_kernels` is one), so the
+calibration imports no backend and can be tested with fake kernels.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
-from gnnforge.ops._cpu_kernels import fixed_extreme_grad, fixed_mean_grad, fixed_sddmm, fixed_spmm
 from gnnforge.ops._kernel_class import (
     REPRESENTATIVE_BYTES,
     REPRESENTATIVE_EDGES,
@@ -25,7 +28,7 @@ from gnnforge.ops._kernel_class import (
     representative_size,
 )
 
-__all__ = ["runner"]
+__all__ = ["CandidateKernels", "runner"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 _INDEX = {"int32": torch.int32, "int64": torch.int64}
@@ -51,6 +54,17 @@ def _graph(index: str, nodes: int = REPRESENTATIVE_NODES,
     return arrays
 
 
+class CandidateKernels(Protocol):
+    """The candidates of a kernel class and each one's kernels, by name: what calibration
+    times. The layer above hands them in (the module `_cpu_kernels` is one)."""
+
+    def candidates(self, kernel_class: KernelClass) -> list[str]: ...
+    def fixed_spmm(self, name: str) -> Callable: ...
+    def fixed_sddmm(self, name: str) -> Callable: ...
+    def fixed_mean_grad(self, name: str) -> Callable: ...
+    def fixed_extreme_grad(self, name: str) -> Callable: ...
+
+
 def _features(rows: int, kernel_class: KernelClass) -> Tensor:
     return _seeded_features(rows, kernel_class.dtype, kernel_class.width_class)
 
@@ -65,8 +79,10 @@ def _seeded_features(rows: int, dtype_name: str, width_class: int) -> Tensor:
     return torch.randn(rows, width, generator=generator, dtype=dtype)
 
 
-def runner(name: str, kernel_class: KernelClass) -> Callable[[], object]:
-    """A no-argument function running candidate `name` on `kernel_class`'s input once."""
+def runner(name: str, kernel_class: KernelClass,
+           kernels: CandidateKernels) -> Callable[[], object]:
+    """A no-argument function running candidate `name` of `kernels` on `kernel_class`'s
+    input once."""
     graph = _graph(kernel_class.index, *representative_size(kernel_class))
     rowptr, col, eids = graph["csr"]
     colptr, row, _ = graph["csc"]
@@ -74,20 +90,22 @@ def runner(name: str, kernel_class: KernelClass) -> Callable[[], object]:
     primitive, reduce = kernel_class.primitive, kernel_class.reduce
     if primitive == "mean_grad":
         grad = _features(nodes, kernel_class)
-        kernel = fixed_mean_grad(name)
+        kernel = kernels.fixed_mean_grad(name)
         return lambda: kernel(colptr, row, rowptr, grad, nodes)
     if primitive == "extreme_grad":
         grad = _features(nodes, kernel_class)
-        _, arg, _ = fixed_spmm("numba")(rowptr, col, eids, _features(nodes, kernel_class),
-                                         None, "copy_lhs", "max", True)
+        values = _features(nodes, kernel_class)
+        _, arg, _ = kernels.fixed_spmm("numba")(rowptr, col, eids, values, None, "copy_lhs",
+                                                "max", True)
         arg = arg.to(rowptr.dtype)
-        kernel = fixed_extreme_grad(name)
+        kernel = kernels.fixed_extreme_grad(name)
         return lambda: kernel(colptr, row, arg, grad, nodes)
     if primitive.startswith("sddmm_"):
-        return _sddmm_runner(name, kernel_class, col, _destinations(rowptr))
-    kernel = fixed_spmm(name)
+        return _sddmm_runner(kernels.fixed_sddmm(name), kernel_class, col,
+                             _destinations(rowptr))
+    kernel = kernels.fixed_spmm(name)
     if primitive.endswith("_heads"):
-        return _heads_runner(name, kernel_class, rowptr, col, eids)
+        return _heads_runner(kernel, kernel_class, rowptr, col, eids)
     lhs = None if primitive == "copy_rhs" else _features(nodes, kernel_class)
     rhs = None if primitive == "copy_lhs" else _features(edges, kernel_class)
     record = reduce in ("max", "min")
@@ -100,16 +118,15 @@ def _destinations(rowptr: Tensor) -> Tensor:
                                    (rowptr[1:] - rowptr[:-1]).long())
 
 
-def _sddmm_runner(name: str, kernel_class: KernelClass, sources: Tensor,
+def _sddmm_runner(kernel: Callable, kernel_class: KernelClass, sources: Tensor,
                   destinations: Tensor) -> Callable[[], object]:
     """u_OP_v over the representative graph's edges (source rows, destination rows)."""
     features = _features(representative_size(kernel_class)[0], kernel_class)
-    kernel = fixed_sddmm(name)
     op = kernel_class.primitive.removeprefix("sddmm_")
     return lambda: kernel(sources, destinations, features, features, op)
 
 
-def _heads_runner(name: str, kernel_class: KernelClass, rowptr: Tensor, col: Tensor,
+def _heads_runner(kernel: Callable, kernel_class: KernelClass, rowptr: Tensor, col: Tensor,
                   eids: Tensor) -> Callable[[], object]:
     """GAT's aggregation: [N, H, D] node rows times per-head edge weights [E, H, 1], one
     head's row D of the class's representative width (`calibration_heads`)."""
@@ -121,7 +138,6 @@ def _heads_runner(name: str, kernel_class: KernelClass, rowptr: Tensor, col: Ten
     generator = torch.Generator().manual_seed(2)
     lhs = torch.randn(nodes, heads, depth, generator=generator, dtype=dtype)
     weights = torch.rand(edges, heads, 1, generator=generator, dtype=dtype)
-    kernel = fixed_spmm(name)
     op = kernel_class.primitive.removesuffix("_heads")
     record = kernel_class.reduce in ("max", "min")
     return lambda: kernel(rowptr, col, eids, lhs, weights, op, kernel_class.reduce, record)

@@ -4,10 +4,12 @@ Names: 'native' (the host's widest variant), 'native:VARIANT' (one instruction-s
 see `_native_build`), 'numba' and 'mkl' (copy_u sum/mean through torch.sparse.mm). Every
 kernel here has the contract of `_cpu.gspmm_cpu` / `gsddmm_cpu` / `mean_grad_cpu` /
 `extreme_grad_cpu`. The native and MKL backends compute the calls they cover
-(`_native.spmm_covered`, ...) and this module runs numba's kernels for the rest, so each
-name is a complete backend while the backends import none of each other. These are the
-candidates the calibration times and the per-graph
-trials and 'auto' (`_auto_kernels`) choose among; this module knows nothing of choosing.
+(`_native.spmm_covered`, `_native_binary.spmm_covered`, ...) and this module runs numba's
+kernels for the rest, so each name is a complete backend while the backends import none of
+each other (nor the native copy kernels the binary ones: both sit side by side here).
+These are the candidates the calibration times (`_auto_kernels` hands this module to it
+as a `_calibration_inputs.CandidateKernels`) and the per-graph trials and 'auto' choose
+among; this module knows nothing of choosing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 
 from torch import Tensor
 
-from gnnforge.ops import _cpu, _mkl, _native, _native_build
+from gnnforge.ops import _cpu, _mkl, _native, _native_binary, _native_build
 from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad_cpu
 from gnnforge.ops._kernel_class import KernelClass
 
@@ -34,12 +36,17 @@ def _variant(name: str) -> str | None:
 def _native_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                  rhs: Tensor | None, op: str, reduce: str, record_args: bool = True,
                  variant: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """The native g-SpMM where it covers the call, else numba's with its int64 binary
-    max/min winners narrowed to the index dtype like the native ones (numba's kernels are
-    looked up on `_cpu` at each call: tests replace them to see that none runs)."""
-    if _native.spmm_covered(lhs, rhs, op, reduce):
-        return _native.gspmm_native(rowptr, col, eids, lhs, rhs, op, reduce, record_args,
-                                    variant)
+    """The native g-SpMM where it covers the call (copy ops `_native`'s, binary ones
+    `_native_binary`'s), else numba's with its int64 binary max/min winners narrowed to
+    the index dtype like the native ones (numba's kernels are looked up on `_cpu` at each
+    call: tests replace them to see that none runs)."""
+    if op in ("copy_lhs", "copy_rhs"):
+        if _native.spmm_covered(lhs, rhs, op, reduce):
+            return _native.gspmm_native(rowptr, col, eids, lhs, rhs, op, reduce, record_args,
+                                        variant)
+    elif _native_binary.spmm_covered(lhs, rhs, op):
+        return _native_binary.gspmm_binary_native(rowptr, col, eids, lhs, rhs, op, reduce,
+                                                  record_args, variant)
     out, arg_lhs, arg_rhs = _cpu.gspmm_cpu(rowptr, col, eids, lhs, rhs, op, reduce,
                                            record_args)
     if op not in ("copy_lhs", "copy_rhs") and arg_lhs.numel():
@@ -50,8 +57,8 @@ def _native_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
 def _native_sddmm(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str,
                   variant: str | None = None) -> Tensor:
     """The native g-SDDMM where it covers the call, else numba's."""
-    if _native.sddmm_covered(lhs, rhs, op):
-        return _native.gsddmm_native(lhs_row, rhs_row, lhs, rhs, op, variant)
+    if _native_binary.sddmm_covered(lhs, rhs, op):
+        return _native_binary.gsddmm_binary_native(lhs_row, rhs_row, lhs, rhs, op, variant)
     return _cpu.gsddmm_cpu(lhs_row, rhs_row, lhs, rhs, op)
 
 

@@ -5,6 +5,10 @@ a registered backward written DGL-style with the same two ops (g-SpMM on the rev
 graph, g-SDDMM), so it saves only what the gradient needs and second derivatives work.
 max/min gradients flow through the arg indices the forward records.
 
+The kernel a backend name runs is looked up here (`kernel`: the CPU names through
+`_auto_kernels`, 'torch' and 'triton' in `KERNELS`); which name runs is `_dispatch`'s
+choice, made by the public functions above.
+
 Eager calls skip the custom-op machinery: `spmm` runs the same kernel and backward
 through a plain `torch.autograd.Function` (about 3x less per-call overhead, measured in
 docs/kernels.md) unless torch.compile is tracing, which keeps the custom op.
@@ -20,19 +24,44 @@ public layer rewrites sub and div.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
-from gnnforge.ops._auto_kernels import extreme_grad_kernel, is_cpu_backend, mean_grad_kernel
-from gnnforge.ops._dispatch import kernel
+from gnnforge.ops._auto_kernels import (
+    extreme_grad_kernel,
+    is_cpu_backend,
+    mean_grad_kernel,
+    sddmm_kernel,
+    spmm_kernel,
+)
 from gnnforge.ops._edge_order import edge_ordered, reads_edge_rows
 from gnnforge.ops._layout import COL, COLPTR, DST, EIDS, ROW, ROWPTR, SRC, reverse_arrays
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_binary import extreme_grad_native as binary_extreme_grad_native
 from gnnforge.ops._shapes import broadcast_offsets, output_feature_shape, reduce_to_shape
+from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
+from gnnforge.ops._triton import gsddmm_triton, gspmm_triton
 
-__all__ = ["eager", "mean_scaled", "sddmm_op", "spmm", "spmm_op"]
+__all__ = ["KERNELS", "eager", "kernel", "mean_scaled", "sddmm_op", "spmm", "spmm_op"]
+
+# (op family, backend) -> kernel, for the backends that are not CPU kernel tables
+# (`_auto_kernels` resolves 'auto', 'native[:VARIANT]', 'numba' and 'mkl').
+KERNELS = {
+    ("gspmm", "torch"): gspmm_torch,   # any device and dtype PyTorch's scatter supports
+    ("gsddmm", "torch"): gsddmm_torch,
+    ("gspmm", "triton"): gspmm_triton,   # CUDA (CPU under TRITON_INTERPRET=1); imports lazily
+    ("gsddmm", "triton"): gsddmm_triton,
+}
+
+
+def kernel(family: str, backend: str) -> Callable:
+    """The kernel of `family` ('gspmm' or 'gsddmm') for backend `backend`."""
+    if is_cpu_backend(backend):
+        return spmm_kernel(backend) if family == "gspmm" else sddmm_kernel(backend)
+    return KERNELS[(family, backend)]
+
 
 def _shape(tensor: Tensor | None) -> tuple[int, ...] | None:
     return None if tensor is None else tuple(tensor.shape[1:])

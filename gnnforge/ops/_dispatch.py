@@ -17,8 +17,10 @@ Backends:
 
 `GNNFORGE_BACKEND=NAME` forces a backend for the whole process (a `use_backend` block
 still wins inside it). The fast backends run behind the `gnnforge::gspmm` /
-`gnnforge::gsddmm` custom ops (`_custom_ops`), which carry autograd; the reference
-backend does not need them.
+`gnnforge::gsddmm` custom ops (`_custom_ops`), which carry autograd and look up each
+backend name's kernels (`_custom_ops.kernel`); the reference backend does not need them.
+This module chooses a name and imports no kernels, only whether a backend can run here,
+so the public functions reach it without stacking it on the kernel selection.
 """
 
 from __future__ import annotations
@@ -27,30 +29,19 @@ import contextlib
 import contextvars
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import torch
 
-from gnnforge.ops._auto_kernels import is_cpu_backend, sddmm_kernel, spmm_kernel
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_build import available_variants, unavailable_reason
-from gnnforge.ops._torch_path import gsddmm_torch, gspmm_torch
 from gnnforge.ops._triton import available as triton_available
-from gnnforge.ops._triton import gsddmm_triton, gspmm_triton, interpreting
+from gnnforge.ops._triton import interpreting
 
-__all__ = ["BACKENDS", "KERNELS", "Choice", "choose", "forced", "kernel", "state", "use_backend"]
+__all__ = ["BACKENDS", "Choice", "choose", "forced", "state", "use_backend"]
 
 BACKENDS = ("reference", "auto", "native", "numba", "mkl", "torch", "triton")
-
-# (op family, backend) -> kernel, for the backends that are not CPU kernel tables
-# (`_auto_kernels` resolves 'auto', 'native[:VARIANT]', 'numba' and 'mkl').
-KERNELS = {
-    ("gspmm", "torch"): gspmm_torch,   # any device and dtype PyTorch's scatter supports
-    ("gsddmm", "torch"): gsddmm_torch,
-    ("gspmm", "triton"): gspmm_triton,   # CUDA (CPU under TRITON_INTERPRET=1); imports lazily
-    ("gsddmm", "triton"): gsddmm_triton,
-}
 
 # (op family, device type) -> default backend; devices not listed run the reference.
 # "triton" falls back to "torch" when triton is not installed (the `gpu` extra).
@@ -74,13 +65,6 @@ class Choice(NamedTuple):
 
 _FORCED: contextvars.ContextVar[Choice | None] = contextvars.ContextVar(
     "gnnforge_ops_backend", default=None)
-
-
-def kernel(family: str, backend: str) -> Callable:
-    """The kernel of `family` ('gspmm' or 'gsddmm') for backend `backend`."""
-    if is_cpu_backend(backend):
-        return spmm_kernel(backend) if family == "gspmm" else sddmm_kernel(backend)
-    return KERNELS[(family, backend)]
 
 
 def _check_name(name: str, where: str) -> None:

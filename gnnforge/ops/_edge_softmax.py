@@ -11,7 +11,6 @@ from gnnforge.ops._generic import gsddmm, gspmm
 from gnnforge.ops._graph_arrays import check_device, graph_arrays, index_dtype
 from gnnforge.ops._native import available as native_available
 from gnnforge.ops._native_softmax import edge_softmax_backward_native, edge_softmax_native
-from gnnforge.ops._triton import edge_softmax_triton
 
 __all__ = ["edge_softmax"]
 
@@ -51,6 +50,9 @@ def edge_softmax(graph, logits: Tensor) -> Tensor:
                              f"{graph_device}; move one with .to()")
         need_grad = torch.is_grad_enabled() and logits.requires_grad
         arrays = graph_arrays(graph, choice.index_dtype, need_grad, True)
+        # Loaded on first use, like the package's entries: importing it imports triton.
+        from gnnforge.ops._triton._edge_softmax import edge_softmax_triton
+
         return edge_softmax_triton(arrays, logits)
     variant = native_variant(choice.backend)
     if variant is not None and eager(logits) and not torch._C._are_functorch_transforms_active():

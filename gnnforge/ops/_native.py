@@ -1,10 +1,11 @@
-"""The native CPU backend: tensors in, the C++ kernels of `_native_src/spmm.cpp` on them.
+"""The native CPU backend's copy-reduce kernels: tensors in, `_native_src/spmm.cpp` on them.
 
-The library covers the copy-reduce g-SpMMs (copy_u / copy_e with sum, mean, max, min; the
-backward of copy_u-sum is the same kernel on the CSC) and the CSC-pull gradients of
-copy_u mean and max/min here; the binary-message g-SpMMs and the g-SDDMMs in
-`_native_binary`. The few cases those do not cover (`spmm_covered`, `sddmm_covered`)
-`_cpu_kernels` runs on numba's kernels, so `native` is a complete backend while this one
+The library covers the copy-reduce g-SpMMs here (copy_u / copy_e with sum, mean, max, min;
+the backward of copy_u-sum is the same kernel on the CSC) and the CSC-pull gradients of
+copy_u mean and max/min; the binary-message g-SpMMs and the g-SDDMMs are
+`_native_binary`'s, beside this module, not below it. `_cpu_kernels` puts the two
+together and runs numba's kernels for the few cases neither covers (`spmm_covered`,
+`_native_binary.sddmm_covered`, ...), so `native` is a complete backend while this one
 imports no other. Same contracts as `_cpu`; float32/float64 natively, bfloat16/float16
 computed in float32 and rounded once.
 """
@@ -17,16 +18,10 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops._buffers import pooled_empty
-from gnnforge.ops._native_binary import (
-    gsddmm_binary_native,
-    gspmm_binary_native,
-    sddmm_covered,
-)
-from gnnforge.ops._native_binary import spmm_covered as binary_spmm_covered
 from gnnforge.ops._native_build import load
 
-__all__ = ["available", "extreme_grad_native", "gsddmm_native", "gspmm_native",
-           "mean_grad_native", "sddmm_covered", "spmm_covered", "supports"]
+__all__ = ["available", "extreme_grad_native", "gspmm_native", "mean_grad_native",
+           "spmm_covered", "supports"]
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -55,9 +50,7 @@ def supports(primitive: str, reduce: str) -> bool:
 
 
 def spmm_covered(lhs: Tensor | None, rhs: Tensor | None, op: str, reduce: str) -> bool:
-    """Whether `gspmm_native` computes this call (else numba's kernel runs it)."""
-    if op not in ("copy_lhs", "copy_rhs"):
-        return binary_spmm_covered(lhs, rhs, op)
+    """Whether `gspmm_native` computes this copy-reduce call (else numba's kernel runs it)."""
     data = lhs if op == "copy_lhs" else rhs
     return not (reduce in ("max", "min") and data.dtype != torch.float64
                 and data.shape[0] > _FLOAT32_WINNER_LIMIT)
@@ -99,20 +92,17 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                  rhs: Tensor | None, op: str, reduce: str,
                  record_args: bool = True, variant: str | None = None
                  ) -> tuple[Tensor, Tensor, Tensor]:
-    """g-SpMM on CPU; same contract as `_cpu.gspmm_cpu`, but max/min winners are in the
-    index dtype, for calls `spmm_covered` accepts. Copy ops here, binary ops in
-    `_native_binary`.
+    """Copy-reduce g-SpMM on CPU (op 'copy_lhs' or 'copy_rhs'); same contract as
+    `_cpu.gspmm_cpu`, but max/min winners are in the index dtype, for calls `spmm_covered`
+    accepts (binary ops: `_native_binary.gspmm_binary_native`).
 
     `variant` names the instruction-set build of the library (`_native_build`); None is
     the host's widest.
     """
     if op == "copy_lhs":
         data, index = lhs, col
-    elif op == "copy_rhs":
-        data, index = rhs, eids
     else:
-        return gspmm_binary_native(rowptr, col, eids, lhs, rhs, op, reduce, record_args,
-                                   variant)
+        data, index = rhs, eids
     # The common case (2-D contiguous float32/64) goes straight through: this path is
     # most of the cost of a small call (docs/kernels.md).
     plain = data.dim() == 2 and data.dtype in _DTYPE_CODES and data.is_contiguous()
@@ -169,9 +159,3 @@ def extreme_grad_native(colptr: Tensor, row: Tensor, arg: Tensor, grad: Tensor,
                                _extreme_grad_threads(row.numel(), out.shape[1], values.dtype))
     return out.to(grad.dtype)
 
-
-def gsddmm_native(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op: str,
-                  variant: str | None = None) -> Tensor:
-    """g-SDDMM on CPU; same contract as `_cpu.gsddmm_cpu` (`_native_binary`), for calls
-    `sddmm_covered` accepts."""
-    return gsddmm_binary_native(lhs_row, rhs_row, lhs, rhs, op, variant)

@@ -18,9 +18,10 @@ sources, the compiler's version, the flags, the CPU's feature flags and the ABI 
 a change of any of them rebuilds and a cache shared between machines never runs foreign
 instructions. Builds are serialised by a file lock (other processes wait, then load);
 each build records the file's sha256 beside it and a file whose hash differs (truncated,
-replaced) is rebuilt, never loaded; a library missing a symbol of `_native_abi` is rebuilt
-with a warning; a failed build is remembered per key, so a machine without a working
-compiler does not recompile in every new process. `GNNFORGE_NATIVE=0` disables the library.
+replaced) is rebuilt, never loaded; a library missing a symbol of the C ABI (`PROTOTYPES`,
+below) is rebuilt with a warning; a failed build is remembered per key, so a machine
+without a working compiler does not recompile in every new process. `GNNFORGE_NATIVE=0`
+disables the library.
 """
 
 from __future__ import annotations
@@ -41,15 +42,62 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gnnforge.ops._native_abi import ABI_VERSION, PROTOTYPES
-
-__all__ = ["Variant", "available_variants", "build", "default_variant", "isa_restriction", "load",
-           "unavailable_reason"]
+__all__ = ["ABI_VERSION", "PROTOTYPES", "Variant", "available_variants", "build",
+           "default_variant", "isa_restriction", "load", "unavailable_reason"]
 
 _SOURCE_DIR = Path(__file__).with_name("_native_src")
 _COMMON_FLAGS = ("-O3", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
 _BUILD_SECONDS = 900  # a loaded machine (load 16 on 2 cores) took over 300 s
 _reasons: dict[str, str] = {}
+
+# The C ABI: its version and every exported function's prototype, in one table, so that
+# loading can check that a library exports every symbol the Python side calls (a library
+# missing one is rebuilt, never half-used) and each source file in `_native_src/` adds
+# its functions here in one place. Argument codes: dtype 0 = float32, 1 = float64;
+# index64 0 = int32 indices, 1 = int64. The version is bumped with every change of a
+# prototype below and must equal gf_abi_version() in spmm.cpp.
+ABI_VERSION = 5
+
+_P, _I64, _I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+
+# name -> (argtypes, restype)
+PROTOTYPES: dict[str, tuple[list, object]] = {
+    "gf_abi_version": ([], _I32),
+    # dtype, index64, ptr, index, x, out, arg (or NULL), rows, width, reduce, threads
+    "gf_spmm_copy": ([_I32, _I32, _P, _P, _P, _P, _P, _I64, _I64, _I32, _I32], None),
+    # dtype, index64, colptr, row, rowptr, grad, out, num_src, num_dst, width, threads
+    "gf_mean_grad": ([_I32, _I32, _P, _P, _P, _P, _P, _I64, _I64, _I64, _I32], None),
+    # dtype, index64, colptr, row, arg, grad, out, num_src, num_dst, width, threads
+    "gf_extreme_grad": ([_I32, _I32, _P, _P, _P, _P, _P, _I64, _I64, _I64, _I32], None),
+    # unused since the pool advises through libc (`_buffers.advise_huge`); kept exported
+    # so that the kernel sources, and the planner's cost models fitted on them, stay as
+    # they are
+    "gf_advise_huge": ([_P, _I64], None),
+    # binary.cpp: dtype, index64, op, reduce, b_vector, ptr, ia, ib, a, a_stride, a_hs,
+    # b, b_stride, b_hs, out, arg_a (or NULL), arg_b (or NULL), rows, H, D, threads
+    "gf_spmm_binary": ([_I32, _I32, _I32, _I32, _I32, _P, _P, _P, _P, _I64, _I64, _P, _I64,
+                        _I64, _P, _P, _P, _I64, _I64, _I64, _I32], None),
+    # sddmm.cpp: dtype, index64, op, b_vector, ia, ib, a, a_stride, a_hs, b, b_stride, b_hs,
+    # out, edges, H, D, threads
+    "gf_sddmm": ([_I32, _I32, _I32, _I32, _P, _P, _P, _I64, _I64, _P, _I64, _I64, _P, _I64,
+                  _I64, _I64, _I32], None),
+    # binary_grad.cpp: dtype, index64, source, rowptr, eids, arg_u, arg_e, grad, other (or
+    # NULL), stride, offset, out, num_dst, num_src, width, threads
+    "gf_extreme_binary_grad": ([_I32, _I32, _I32, _P, _P, _P, _P, _P, _P, _I64, _P, _P, _I64,
+                                _I64, _I64, _I32], None),
+    # gine.cpp: dtype, index64, rowptr, col, eids, code (or NULL), x, table, scale, out,
+    # rows, width, threads
+    "gf_gine_forward": ([_I32, _I32, _P, _P, _P, _P, _P, _P, ctypes.c_double, _P, _I64,
+                         _I64, _I32], None),
+    # dtype, index64, rowptr, col, eids, colptr, row, ceids, code (or NULL), x, table, scale,
+    # grad, grad_x, grad_table, num_src, num_dst, table_rows, width, threads
+    "gf_gine_backward": ([_I32, _I32, _P, _P, _P, _P, _P, _P, _P, _P, _P, ctypes.c_double, _P,
+                          _P, _P, _I64, _I64, _I64, _I64, _I32], None),
+    # softmax.cpp: dtype, index64, ptr, eids, logits, out, rows, K, threads
+    "gf_edge_softmax": ([_I32, _I32, _P, _P, _P, _P, _I64, _I64, _I32], None),
+    # dtype, index64, ptr, eids, attention, grad, out, rows, K, threads
+    "gf_edge_softmax_backward": ([_I32, _I32, _P, _P, _P, _P, _P, _I64, _I64, _I32], None),
+}
 
 
 @dataclass(frozen=True)

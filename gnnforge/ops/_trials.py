@@ -27,6 +27,10 @@ preferred the SSE2 build, and one verdict for both ran Pubmed's backward on the 
 graphs, not the machine. `GNNFORGE_KERNEL_TRIALS=0`, or
 `torch.use_deterministic_algorithms(True)`, turns trials off (every call then runs the
 calibrated choice: which kernel runs does not depend on timings either).
+
+The calibrated choice arrives as an argument (`_auto_kernels` asks `_calibration.choice`
+for it), so trials and calibration sit side by side above the record and this module
+imports no calibration and no kernels.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import TypeVar
 
 import torch
 
-from gnnforge.ops import _calibration, _tuning_record
+from gnnforge.ops import _tuning_record
 from gnnforge.ops._kernel_class import KernelClass, representative_work
 
 __all__ = ["class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
@@ -82,22 +86,21 @@ def enabled() -> bool:
     return not torch.are_deterministic_algorithms_enabled()
 
 
-def contenders(kernel_class: KernelClass, work: int | None = None) -> list[str]:
+def contenders(kernel_class: KernelClass, calibrated: str, work: int | None = None) -> list[str]:
     """The calibrated choice first, then the candidates whose calibrated best time was
     within `_CONTENDER_RATIO` of it (fastest first, at most `_MAX_CONTENDERS` in all);
     within `_FAR_CONTENDER_RATIO` when a call's `work` (gathered elements) is at least
     `_FAR_FACTOR` times above or below the calibration's."""
-    chosen = _calibration.choice(kernel_class)
     entry = _tuning_record.measured_classes().get(kernel_class.key(), {})
     times = entry.get("min_ms", {})
-    if chosen not in times:
-        return [chosen]
+    if calibrated not in times:
+        return [calibrated]
     ratio = _FAR_CONTENDER_RATIO if _far_from_calibration(kernel_class, work) \
         else _CONTENDER_RATIO
     close = sorted((name for name, ms in times.items()
-                    if name != chosen and ms <= ratio * times[chosen]),
+                    if name != calibrated and ms <= ratio * times[calibrated]),
                    key=times.get)
-    return [chosen, *close][:_MAX_CONTENDERS]
+    return [calibrated, *close][:_MAX_CONTENDERS]
 
 
 def _far_from_calibration(kernel_class: KernelClass, work: int | None) -> bool:
@@ -109,28 +112,29 @@ def _far_from_calibration(kernel_class: KernelClass, work: int | None) -> bool:
     return max(work, 1) >= _FAR_FACTOR * calibrated or _FAR_FACTOR * max(work, 1) <= calibrated
 
 
-def run(kernel_class: KernelClass, graph: GraphKey, work: int,
+def run(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
         call: Callable[[str], Result]) -> Result:
     """`call(name)` for the candidate to run on `graph` (a key of its index arrays).
 
     Args:
         kernel_class: the call's class.
+        calibrated: the calibration's choice for the class (`_calibration.choice`).
         graph: identifies the real input's structure (data pointers and lengths of its
             index arrays); a decision is reused for calls with the same key.
         work: elements the call gathers (edges x width): small calls are not timed.
         call: runs the named candidate and returns its result.
     """
     if not enabled():
-        return call(_calibration.choice(kernel_class))
+        return call(calibrated)
     decided = _by_graph.get((kernel_class, graph))     # this graph's own trial first
     if decided is None:
         decided = _settled.get((kernel_class, size_bucket(work)))
     if decided is not None:
         return call(decided)
     if work < _MIN_WORK:
-        return call(_calibration.choice(kernel_class))
+        return call(calibrated)
     with _lock:
-        names = _names_for_new_graph(kernel_class, work)
+        names = _names_for_new_graph(kernel_class, calibrated, work)
     if len(names) == 1:
         return call(names[0])
     return _trial(kernel_class, graph, work, names, call)
@@ -141,16 +145,16 @@ def size_bucket(work: int) -> int:
     return max(int(work), 1).bit_length() // 2
 
 
-def class_choice(kernel_class: KernelClass, work: int) -> str:
+def class_choice(kernel_class: KernelClass, calibrated: str, work: int) -> str:
     """What a call of `kernel_class` with `work` gathered elements, on a graph without
     its own decision, runs now: the trials' verdict for that size once there is one, else
-    the calibrated choice."""
-    return _settled.get((kernel_class, size_bucket(work))) or _calibration.choice(kernel_class)
+    the `calibrated` choice."""
+    return _settled.get((kernel_class, size_bucket(work))) or calibrated
 
 
-def _names_for_new_graph(kernel_class: KernelClass, work: int) -> list[str]:
+def _names_for_new_graph(kernel_class: KernelClass, calibrated: str, work: int) -> list[str]:
     """The contenders to time on a new graph, or [the name to run] when none are left."""
-    names = contenders(kernel_class, work)
+    names = contenders(kernel_class, calibrated, work)
     if len(names) == 1:
         _settled[(kernel_class, size_bucket(work))] = names[0]
     return names

@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gnnforge.ops._calibration import tune
+    from gnnforge.ops._auto_kernels import tune
     from gnnforge.ops._tuning_record import machine_fingerprint, measured_classes, record_path
 
     start = time.perf_counter()

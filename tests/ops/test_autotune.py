@@ -43,7 +43,7 @@ def test_the_measured_fastest_candidate_wins_even_when_it_is_the_narrowest(fresh
                                                                            monkeypatch):
     # A machine where AVX2 loses to SSE2 (issue 14's VM): the choice follows the clock.
     _fake_runners(monkeypatch, {"native:sse2": 0.001, "native:avx2": 0.004, "numba": 0.003})
-    assert _calibration.choice(SUM64) == "native:sse2"
+    assert _calibration.choice(SUM64, _cpu_kernels) == "native:sse2"
     entry = _tuning_record.measured_classes()[SUM64.key()]
     assert entry["choice"] == "native:sse2"
     assert set(entry["min_ms"]) == {"native:sse2", "native:avx2", "numba"}
@@ -52,10 +52,10 @@ def test_the_measured_fastest_candidate_wins_even_when_it_is_the_narrowest(fresh
 
 def test_a_recorded_choice_is_read_back_without_timing(fresh_cache, monkeypatch):
     calls = _fake_runners(monkeypatch, {"numba": 0.002, "native:sse2": 0.0005})
-    assert _calibration.choice(SUM64) == "native:sse2"
+    assert _calibration.choice(SUM64, _cpu_kernels) == "native:sse2"
     measured = len(calls)
     _auto_kernels.forget()                      # as a new process would start
-    assert _calibration.choice(SUM64) == "native:sse2"
+    assert _calibration.choice(SUM64, _cpu_kernels) == "native:sse2"
     assert len(calls) == measured
     assert _tuning_record.kernel_choices() == {SUM64.key(): "native:sse2"}
 
@@ -66,7 +66,7 @@ def test_a_corrupt_record_is_measured_again_with_one_warning(fresh_cache, monkey
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
     with pytest.warns(RuntimeWarning, match="unreadable or stale"):
-        assert _calibration.choice(SUM64) == "numba"
+        assert _calibration.choice(SUM64, _cpu_kernels) == "numba"
     assert json.loads(path.read_text())["classes"][SUM64.key()]["choice"] == "numba"
 
 
@@ -78,7 +78,7 @@ def test_a_record_from_another_machine_is_measured_again(fresh_cache, monkeypatc
     path.write_text(json.dumps({"fingerprint": foreign,
                                 "classes": {SUM64.key(): {"choice": "native:sse2"}}}))
     with pytest.warns(RuntimeWarning, match="another machine"):
-        assert _calibration.choice(SUM64) == "numba"
+        assert _calibration.choice(SUM64, _cpu_kernels) == "numba"
 
 
 def test_the_isa_restriction_limits_native_variants_and_keys_its_own_record(fresh_cache,
@@ -97,7 +97,8 @@ def test_the_isa_restriction_limits_native_variants_and_keys_its_own_record(fres
 def test_single_candidate_classes_are_not_timed(fresh_cache, monkeypatch):
     calls = _fake_runners(monkeypatch, {"numba": 0.001})
     # g-SpMM with dot has only numba's kernel (the native library has add and mul).
-    assert _calibration.choice(KernelClass("dot", "sum", "float32", "int32", 0)) == "numba"
+    dot = KernelClass("dot", "sum", "float32", "int32", 0)
+    assert _calibration.choice(dot, _cpu_kernels) == "numba"
     assert calls == []
 
 
@@ -110,7 +111,7 @@ def test_width_classes_follow_row_bytes():
 
 def test_real_calibration_picks_a_candidate_that_computes_the_reference(fresh_cache):
     graph_class = KernelClass("copy_lhs", "mean", "float32", "int64", 1)
-    winner = _calibration.choice(graph_class)
+    winner = _calibration.choice(graph_class, _cpu_kernels)
     assert winner in _cpu_kernels.candidates(graph_class)
     entry = _tuning_record.measured_classes()[graph_class.key()]
     assert all(ms > 0 for ms in entry["min_ms"].values())
@@ -137,10 +138,11 @@ def test_gnnforge_backend_forces_every_call_and_rejects_unknown_names(tmp_path):
 def test_concurrent_processes_keep_one_valid_record(tmp_path):
     script = (
         "import sys\n"
-        "from gnnforge.ops import _calibration\n"
+        "from gnnforge.ops import _calibration, _cpu_kernels\n"
         "from gnnforge.ops._kernel_class import KernelClass\n"
         "width = int(sys.argv[1])\n"
-        "_calibration.choice(KernelClass('copy_lhs', 'sum', 'float32', 'int32', width))\n"
+        "kernel_class = KernelClass('copy_lhs', 'sum', 'float32', 'int32', width)\n"
+        "_calibration.choice(kernel_class, _cpu_kernels)\n"
     )
     # Without the native library (its build in a fresh cache would dominate): numba and mkl.
     env = dict(os.environ, PYTHONPATH=str(REPO), GNNFORGE_CACHE=str(tmp_path),
@@ -180,7 +182,7 @@ def test_doctor_lists_measured_classes(tmp_path, monkeypatch):
         report = gnnforge.doctor()
         assert "no kernel class measured yet" in report
         assert "native kernel library:" in report
-        _calibration.choice(SUM64)
+        _calibration.choice(SUM64, _cpu_kernels)
         report = gnnforge.doctor()
         assert SUM64.key() in report and "-> numba" in report
     finally:
@@ -198,14 +200,14 @@ def test_streaming_calls_are_their_own_class_keyed_and_read_back(fresh_cache, mo
     nodes, edges = _kernel_class.representative_size(streaming)
     assert (nodes, edges) != _kernel_class.representative_size(SUM64) and edges == 2 * nodes
     calls = _fake_runners(monkeypatch, {"numba": 0.0, "native:sse2": 0.003})
-    assert _calibration.choice(streaming) == "numba"
+    assert _calibration.choice(streaming, _cpu_kernels) == "numba"
     assert set(_tuning_record.kernel_choices()) == {streaming.key()}
     assert calls  # measured, not guessed
 
 
 def test_clearly_slower_candidates_leave_the_race(fresh_cache, monkeypatch):
     calls = _fake_runners(monkeypatch, {"numba": 0.001, "native:sse2": 0.02})
-    assert _calibration.choice(SUM64) == "numba"
+    assert _calibration.choice(SUM64, _cpu_kernels) == "numba"
     # warm-up and two rounds for the slow one; the fast one runs every round
     assert calls.count("native:sse2") == 3 and calls.count("numba") >= 4
     entry = _tuning_record.measured_classes()[SUM64.key()]
@@ -297,7 +299,7 @@ def test_per_head_calibration_input_has_one_heads_row_of_the_class_width():
     for width_class, (heads, depth) in enumerate([(8, 8), (8, 16), (8, 64), (2, 256)]):
         kernel_class = KernelClass("mul_heads", "sum", "float32", "int32", width_class)
         assert _kernel_class.calibration_heads(kernel_class) == heads
-        run = _calibration_inputs.runner("numba", kernel_class)
+        run = _calibration_inputs.runner("numba", kernel_class, _cpu_kernels)
         out, _, _ = run()
         assert out.shape[1:] == (heads, depth)
         nodes, edges = _kernel_class.representative_size(kernel_class)
@@ -326,7 +328,7 @@ def _clocked_runners(monkeypatch, plans: dict[str, list[tuple[float, float]]],
     monkeypatch.setattr(_calibration, "clock",
                         _calibration.Clock(wall=lambda: clocks.wall, cpu=lambda: clocks.cpu))
 
-    def runner(name, kernel_class):
+    def runner(name, kernel_class, kernels):
         def run():
             plan = plans[name]
             clocks.advance(*plan[min(calls[name], len(plan) - 1)])
@@ -346,7 +348,7 @@ def test_a_descheduled_call_is_timed_again_and_does_not_decide(fresh_cache, monk
     plans = {"numba": [(0.001, 1.0), (0.008, 0.05), (0.001, 1.0)],
              "native:sse2": [(0.002, 1.0)]}
     calls = _clocked_runners(monkeypatch, plans)
-    assert _calibration.choice(SUM64) == "numba"
+    assert _calibration.choice(SUM64, _cpu_kernels) == "numba"
     entry = _tuning_record.measured_classes()[SUM64.key()]
     assert entry["min_ms"]["numba"] == pytest.approx(1.0)
     assert entry["median_ms"]["numba"] == pytest.approx(1.0)  # the 8 ms call not kept
@@ -358,7 +360,7 @@ def test_calls_descheduled_every_time_are_counted_and_named_by_doctor(fresh_cach
                                                                       monkeypatch):
     plans = {"numba": [(0.008, 0.05)], "native:sse2": [(0.008, 0.05)]}
     calls = _clocked_runners(monkeypatch, plans)
-    _calibration.choice(SUM64)
+    _calibration.choice(SUM64, _cpu_kernels)
     entry = _tuning_record.measured_classes()[SUM64.key()]
     assert entry["descheduled_runs"] == 2 * _calibration._ROUNDS
     assert calls["numba"] == 1 + _calibration._ROUNDS * (_calibration._RETRIES + 1)
@@ -371,10 +373,11 @@ def test_calls_descheduled_every_time_are_counted_and_named_by_doctor(fresh_cach
 def test_tune_force_measures_every_recorded_class_again(fresh_cache, monkeypatch):
     first_use = KernelClass("mul", "sum", "float64", "int64", 1)
     _fake_runners(monkeypatch, {"numba": 0.0005, "native:sse2": 0.001})
-    _calibration.choice(first_use)                 # measured on first use, not a common class
+    _calibration.choice(first_use, _cpu_kernels)   # measured on first use, not a common class
     assert first_use not in _calibration.common_classes()
     measured: list[KernelClass] = []
     real = _calibration._calibrate
-    monkeypatch.setattr(_calibration, "_calibrate", lambda c: measured.append(c) or real(c))
-    _calibration.tune(classes=None, force=True)
+    monkeypatch.setattr(_calibration, "_calibrate",
+                        lambda c, kernels: measured.append(c) or real(c, kernels))
+    _calibration.tune(_cpu_kernels, classes=None, force=True)
     assert first_use in measured and set(_calibration.common_classes()) <= set(measured)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import gnnforge.ops as ops
 from gnnforge.graph import Graph
-from gnnforge.ops import _cpu, _native, _native_build
+from gnnforge.ops import _cpu, _native_binary, _native_build
 from gnnforge.ops._native import available
 from gnnforge.ops._native_binary import gspmm_binary_native, plan_layout
 
@@ -343,7 +343,8 @@ def test_attention_weighted_and_gine_layers_run_on_the_native_kernels(monkeypatc
                          (_gine_message, "_forward"), (_gine_message, "_backward")):
         monkeypatch.setattr(module, name, numba_reached)
     counts: dict[str, int] = {}
-    for module, name in ((_native, "gspmm_binary_native"), (_native, "gsddmm_binary_native"),
+    for module, name in ((_native_binary, "gspmm_binary_native"),
+                         (_native_binary, "gsddmm_binary_native"),
                          (_edge_softmax, "edge_softmax_native"),
                          (_edge_softmax, "edge_softmax_backward_native"),
                          (_gine_message, "gine_forward_native"),

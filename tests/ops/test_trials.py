@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnnforge.ops import _auto_kernels, _calibration, _kernel_class, _trials, _tuning_record
+from gnnforge.ops import _auto_kernels, _kernel_class, _trials, _tuning_record
 from gnnforge.ops._kernel_class import KernelClass
 
 SUM64 = KernelClass("copy_lhs", "sum", "float32", "int32", 2)
+CALIBRATED = "numba"  # the calibration's choice for SUM64 in `calibrated`, handed to trials
 BIG = 2**23          # work above _MIN_WORK, the calibration input's size for SUM64
 
 
@@ -19,7 +20,6 @@ def calibrated(monkeypatch):
     candidates that advance a fake clock by their real-input cost; returns the call log."""
     _trials.forget()
     monkeypatch.delenv("GNNFORGE_KERNEL_TRIALS", raising=False)
-    monkeypatch.setattr(_calibration, "choice", lambda kernel_class: "numba")
     monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
         "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 1.2, "mkl": 5.0}}})
     now = [0.0]
@@ -44,12 +44,12 @@ def calibrated(monkeypatch):
 def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
     calls, runner = calibrated
     call = runner({"numba": 3.0, "native:sse2": 1.0})     # the real graph prefers SSE2
-    assert _trials.contenders(SUM64) == ["numba", "native:sse2"]
-    assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
+    assert _trials.contenders(SUM64, CALIBRATED) == ["numba", "native:sse2"]
+    assert _trials.run(SUM64, CALIBRATED, (1,), BIG, call).ran == "native:sse2"
     assert "mkl" not in calls                              # over 2x in calibration: not timed
     assert calls.count("numba") == _trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS
     calls.clear()
-    assert _trials.run(SUM64, (1,), BIG, call).ran == "native:sse2"
+    assert _trials.run(SUM64, CALIBRATED, (1,), BIG, call).ran == "native:sse2"
     assert calls == ["native:sse2"]                        # decided: one call, no timing
     (result,) = _trials.trial_results()
     assert result["choice"] == "native:sse2" and result["calibrated"] == "numba"
@@ -59,14 +59,14 @@ def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
 def test_the_result_returned_is_the_winners(calibrated):
     calls, runner = calibrated
     # The winner is not the last one timed: its result comes from one more call.
-    result = _trials.run(SUM64, (2,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    result = _trials.run(SUM64, CALIBRATED, (2,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     assert result.ran == "numba"
     assert len(calls) == 2 * (_trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS)  # not rerun
 
 
 def test_timed_calls_run_in_rounds_each_after_its_own_untimed_call(calibrated):
     calls, runner = calibrated
-    _trials.run(SUM64, (3,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    _trials.run(SUM64, CALIBRATED, (3,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     warm = 2 * _trials._WARMUP_RUNS
     assert calls[:warm] == ["numba"] * _trials._WARMUP_RUNS + ["native:sse2"] * _trials._WARMUP_RUNS
     assert calls[warm:] == ["numba", "numba", "native:sse2", "native:sse2"] * _trials._TIMED_RUNS
@@ -74,11 +74,11 @@ def test_timed_calls_run_in_rounds_each_after_its_own_untimed_call(calibrated):
 
 def test_short_calls_get_more_timed_rounds_within_a_budget(calibrated):
     calls, runner = calibrated
-    _trials.run(SUM64, (8,), BIG, runner({"numba": 1e-5, "native:sse2": 1e-5}))
+    _trials.run(SUM64, CALIBRATED, (8,), BIG, runner({"numba": 1e-5, "native:sse2": 1e-5}))
     assert calls.count("numba") == _trials._WARMUP_RUNS + 2 * _trials._MAX_TIMED_RUNS
     calls.clear()
     # 1 ms calls: a round of two contenders takes 4 ms; rounds stop once 20 ms are spent.
-    _trials.run(SUM64, (9,), BIG, runner({"numba": 1e-3, "native:sse2": 1e-3}))
+    _trials.run(SUM64, CALIBRATED, (9,), BIG, runner({"numba": 1e-3, "native:sse2": 1e-3}))
     rounds = (calls.count("numba") - _trials._WARMUP_RUNS) // 2
     assert rounds == round(_trials._ROUNDS_BUDGET_S / 4e-3)
 
@@ -98,14 +98,14 @@ def test_a_burst_during_a_trial_does_not_decide_it(calibrated, monkeypatch):
         result = torch.zeros(3)
         result.ran = name
         return result
-    assert _trials.run(SUM64, (4,), BIG, call).ran == "native:sse2"
+    assert _trials.run(SUM64, CALIBRATED, (4,), BIG, call).ran == "native:sse2"
 
 
 def test_a_faster_contender_with_other_bits_cannot_win(calibrated):
     calls, runner = calibrated
     # SSE2 is faster here, but its sums differ in the last bit from the calibrated numba's:
     # switching would make the results depend on timings.
-    result = _trials.run(SUM64, (6,), BIG, runner({"numba": 3.0, "native:sse2": 1.0},
+    result = _trials.run(SUM64, CALIBRATED, (6,), BIG, runner({"numba": 3.0, "native:sse2": 1.0},
                                                   bits={"native:sse2": 1e-7}))
     assert result.ran == "numba" and torch.equal(result, torch.zeros(3))
     (trial,) = _trials.trial_results()
@@ -124,7 +124,7 @@ def test_same_bits_compares_values_and_winner_indices_across_index_dtypes():
 
 def test_small_calls_run_the_calibrated_choice_untimed(calibrated):
     calls, runner = calibrated
-    assert _trials.run(SUM64, (3,), _trials._MIN_WORK - 1,
+    assert _trials.run(SUM64, CALIBRATED, (3,), _trials._MIN_WORK - 1,
                        runner({"numba": 3.0, "native:sse2": 1.0})).ran == "numba"
     assert calls == ["numba"] and _trials.trial_results() == []
 
@@ -133,7 +133,7 @@ def test_a_clear_calibration_is_not_timed_again(calibrated, monkeypatch):
     calls, runner = calibrated
     monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
         "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 2.5}}})
-    result = _trials.run(SUM64, (4,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
+    result = _trials.run(SUM64, CALIBRATED, (4,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
     assert result.ran == "numba"
     assert calls == ["numba"]
 
@@ -144,14 +144,14 @@ def test_a_call_far_from_the_calibration_size_times_more_contenders(calibrated, 
         "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 2.5, "mkl": 5.0}}})
     calibrated_work = _kernel_class.representative_work(SUM64)
     far = _trials._FAR_FACTOR * calibrated_work
-    assert _trials.contenders(SUM64, calibrated_work) == ["numba"]
-    assert _trials.contenders(SUM64, far) == ["numba", "native:sse2"]
-    assert _trials.contenders(SUM64, calibrated_work // _trials._FAR_FACTOR) \
+    assert _trials.contenders(SUM64, CALIBRATED, calibrated_work) == ["numba"]
+    assert _trials.contenders(SUM64, CALIBRATED, far) == ["numba", "native:sse2"]
+    assert _trials.contenders(SUM64, CALIBRATED, calibrated_work // _trials._FAR_FACTOR) \
         == ["numba", "native:sse2"]
-    assert _trials.contenders(SUM64, far - 1) == ["numba"]
+    assert _trials.contenders(SUM64, CALIBRATED, far - 1) == ["numba"]
     # R-MAT 2^17 at F=64 under SSE2: the calibration graph preferred numba 2.5x, the
     # 16x larger real graph prefers the SSE2 build.
-    result = _trials.run(SUM64, (7,), 16 * calibrated_work,
+    result = _trials.run(SUM64, CALIBRATED, (7,), 16 * calibrated_work,
                          runner({"numba": 1.6, "native:sse2": 1.0}))
     assert result.ran == "native:sse2" and "mkl" not in calls
 
@@ -170,26 +170,28 @@ def test_after_a_few_graphs_new_graphs_run_the_most_frequent_winner(calibrated):
     calls, runner = calibrated
     costs = [{"numba": 1.0, "native:sse2": 2.0}] + [{"numba": 2.0, "native:sse2": 1.0}] * 2
     for graph, cost in enumerate(costs):
-        _trials.run(SUM64, (10 + graph,), BIG, runner(cost))
+        _trials.run(SUM64, CALIBRATED, (10 + graph,), BIG, runner(cost))
     assert len(_trials.trial_results()) == _trials._GRAPHS_PER_CLASS
     calls.clear()
     # A fourth graph (a new sampled minibatch) is not timed: SSE2 won 2 of 3.
-    assert _trials.run(SUM64, (99,), BIG, runner({"numba": 1.0, "native:sse2": 9.0})).ran \
-        == "native:sse2"
+    result = _trials.run(SUM64, CALIBRATED, (99,), BIG, runner({"numba": 1.0, "native:sse2": 9.0}))
+    assert result.ran == "native:sse2"
     assert calls == ["native:sse2"]
 
 
 def test_a_verdict_holds_for_graphs_of_its_size_only(calibrated):
     calls, runner = calibrated
     for graph in range(_trials._GRAPHS_PER_CLASS):          # large graphs: SSE2 wins
-        _trials.run(SUM64, (20 + graph,), 64 * BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
-    assert _trials.class_choice(SUM64, 64 * BIG) == "native:sse2"
-    assert _trials.class_choice(SUM64, 96 * BIG) == "native:sse2"  # same power-of-4 bucket
-    assert _trials.class_choice(SUM64, BIG) == "numba"       # no verdict there: calibrated
+        _trials.run(SUM64, CALIBRATED, (20 + graph,), 64 * BIG,
+                    runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64, CALIBRATED, 64 * BIG) == "native:sse2"
+    # The same power-of-4 bucket; no verdict at BIG: the calibrated choice.
+    assert _trials.class_choice(SUM64, CALIBRATED, 96 * BIG) == "native:sse2"
+    assert _trials.class_choice(SUM64, CALIBRATED, BIG) == "numba"
     calls.clear()
     # A graph 64x smaller is timed on its own, and numba wins there.
-    assert _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0})).ran \
-        == "numba"
+    result = _trials.run(SUM64, CALIBRATED, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    assert result.ran == "numba"
     assert set(calls) == {"numba", "native:sse2"}
     assert [_trials.size_bucket(w) for w in (1, 3, 4, 15, 16)] == [0, 1, 1, 2, 2]
 
@@ -201,7 +203,7 @@ def test_trials_can_be_turned_off(calibrated, monkeypatch, how):
         monkeypatch.setenv("GNNFORGE_KERNEL_TRIALS", "0")
     else:
         monkeypatch.setattr(torch, "are_deterministic_algorithms_enabled", lambda: True)
-    result = _trials.run(SUM64, (5,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
+    result = _trials.run(SUM64, CALIBRATED, (5,), BIG, runner({"numba": 3.0, "native:sse2": 1.0}))
     assert result.ran == "numba"
     assert calls == ["numba"]
 
@@ -272,19 +274,22 @@ def test_a_graph_without_edges_runs_untimed(every_candidate_contends):
 
 def test_the_class_choice_follows_the_verdict_once_there_is_one(calibrated):
     calls, runner = calibrated
-    assert _trials.class_choice(SUM64, BIG) == "numba"
+    assert _trials.class_choice(SUM64, CALIBRATED, BIG) == "numba"
     for graph in range(_trials._GRAPHS_PER_CLASS + 1):
-        _trials.run(SUM64, (20 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
-    assert _trials.class_choice(SUM64, BIG) == "native:sse2"
+        _trials.run(SUM64, CALIBRATED, (20 + graph,), BIG,
+                    runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64, CALIBRATED, BIG) == "native:sse2"
 
 
 def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
     calls, runner = calibrated
-    _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))   # numba here
+    # numba wins on this graph:
+    _trials.run(SUM64, CALIBRATED, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     for graph in range(1, _trials._GRAPHS_PER_CLASS):
-        _trials.run(SUM64, (30 + graph,), BIG, runner({"numba": 2.0, "native:sse2": 1.0}))
-    assert _trials.class_choice(SUM64, BIG) == "native:sse2"
+        _trials.run(SUM64, CALIBRATED, (30 + graph,), BIG,
+                    runner({"numba": 2.0, "native:sse2": 1.0}))
+    assert _trials.class_choice(SUM64, CALIBRATED, BIG) == "native:sse2"
     calls.clear()
-    result = _trials.run(SUM64, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    result = _trials.run(SUM64, CALIBRATED, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     assert result.ran == "numba"
     assert calls == ["numba"]

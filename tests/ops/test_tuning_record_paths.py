@@ -21,7 +21,7 @@ MEAN64 = KernelClass("copy_lhs", "mean", "float32", "int32", 2)
 
 
 def _fake_candidates(monkeypatch) -> None:
-    def runner(name, kernel_class):
+    def runner(name, kernel_class, kernels):
         return lambda: None
     monkeypatch.setattr("gnnforge.ops._calibration_inputs.runner", runner)
     monkeypatch.setattr(_cpu_kernels, "candidates", lambda kernel_class: ["numba", "mkl"])
@@ -38,8 +38,8 @@ def test_a_directory_at_the_record_path_warns_once_and_keeps_choices_in_memory(
     path.mkdir(parents=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        first = _calibration.choice(SUM64)
-        second = _calibration.choice(MEAN64)
+        first = _calibration.choice(SUM64, _cpu_kernels)
+        second = _calibration.choice(MEAN64, _cpu_kernels)
     assert first in ("numba", "mkl") and second in ("numba", "mkl")
     messages = _record_warnings(caught)
     assert len(messages) == 1 and str(path) in messages[0] and "IsADirectoryError" in messages[0]
@@ -57,8 +57,8 @@ def test_a_record_that_cannot_be_written_warns_once(fresh_cache, monkeypatch):
     monkeypatch.setattr(os, "replace", refuse)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _calibration.choice(SUM64)
-        _calibration.choice(MEAN64)
+        _calibration.choice(SUM64, _cpu_kernels)
+        _calibration.choice(MEAN64, _cpu_kernels)
     messages = _record_warnings(caught)
     assert len(messages) == 1 and "PermissionError" in messages[0]
     assert set(_tuning_record.kernel_choices()) == {SUM64.key(), MEAN64.key()}
@@ -74,8 +74,8 @@ def test_a_cache_folder_that_cannot_be_made_warns_once(tmp_path, monkeypatch):
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _calibration.choice(SUM64)
-            _calibration.choice(MEAN64)
+            _calibration.choice(SUM64, _cpu_kernels)
+            _calibration.choice(MEAN64, _cpu_kernels)
         assert len(_record_warnings(caught)) == 1
     finally:
         _auto_kernels.forget()

@@ -114,7 +114,7 @@ def test_every_kernel_class_a_planned_layer_runs_is_compared(name, monkeypatch):
 
     asked: set[str] = set()
 
-    def choice(kernel_class):
+    def choice(kernel_class, kernels):
         asked.add(kernel_class.key())
         return "numba"  # a candidate of every class; nothing is timed
 

@@ -7,6 +7,9 @@ check them without a GPU.
 
 Importing this package does not import triton: the entries below load the kernel modules
 on their first call, so `import gnnforge` stays cheap and works without the `gpu` extra.
+The fused edge softmax (`_edge_softmax`, built on `_spmm`) has no entry here: the public
+`edge_softmax` loads it the same way, so the dispatch table that imports these entries
+stays one level above the g-SpMM and g-SDDMM kernels.
 
 Modules:
     _schedule:      the row-splitting work list that balances power-law rows.
@@ -21,12 +24,12 @@ from __future__ import annotations
 
 import os
 
+import torch
 from torch import Tensor
 
 from gnnforge._compat import available as _module_available
 
-__all__ = ["available", "edge_softmax_triton", "gsddmm_triton", "gspmm_triton",
-           "interpreting"]
+__all__ = ["available", "gsddmm_triton", "gspmm_triton", "interpreting"]
 
 
 def available() -> bool:
@@ -42,9 +45,26 @@ def interpreting() -> bool:
 def gspmm_triton(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                  rhs: Tensor | None, op: str, reduce: str,
                  record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
-    """g-SpMM on the GPU; same contract as `_cpu.gspmm_cpu` (see `_spmm.gspmm_triton`)."""
+    """g-SpMM on the GPU; same contract as `_cpu.gspmm_cpu` (see `_spmm.gspmm_triton`).
+
+    With `dot` the per-edge dots are a g-SDDMM, then a copy-reduce sums them (`_spmm_dot`).
+    """
+    if op == "dot":
+        return _spmm_dot(rowptr, col, eids, lhs, rhs, reduce)
     from gnnforge.ops._triton._spmm import gspmm_triton as run
     return run(rowptr, col, eids, lhs, rhs, op, reduce, record_args)
+
+
+def _spmm_dot(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor, rhs: Tensor,
+              reduce: str) -> tuple[Tensor, Tensor, Tensor]:
+    from gnnforge.ops._triton._launch import no_index
+    from gnnforge.ops._triton._sddmm import gsddmm_triton as sddmm
+    from gnnforge.ops._triton._spmm import gspmm_triton as spmm
+
+    message = sddmm(col, eids, lhs, rhs, "dot")                              # [nnz, *F, 1]
+    entries = torch.arange(col.numel(), dtype=col.dtype, device=col.device)
+    out, _, _ = spmm(rowptr, col, entries, None, message, "copy_rhs", reduce, False)
+    return out, no_index(rowptr.device), no_index(rowptr.device)
 
 
 def gsddmm_triton(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
@@ -53,8 +73,3 @@ def gsddmm_triton(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor,
     from gnnforge.ops._triton._sddmm import gsddmm_triton as run
     return run(lhs_row, rhs_row, lhs, rhs, op)
 
-
-def edge_softmax_triton(arrays: list[Tensor], logits: Tensor) -> Tensor:
-    """Fused edge softmax with autograd over GraphArrays (see `_edge_softmax`)."""
-    from gnnforge.ops._triton._edge_softmax import edge_softmax_triton as run
-    return run(arrays, logits)

@@ -3,8 +3,9 @@
 Same contract as the CPU backends (`_cpu.gspmm_cpu`), so `_custom_ops` wraps it with the
 same autograd. Operands of mixed float types are promoted first; sums accumulate in
 float32 (float64 for float64 data) and bfloat16/float16 results are rounded once.
-`dot` messages are one g-SDDMM over the CSR entries followed by a copy-reduce: the
-message tensor is [nnz, *F, 1], the size of one scalar per edge and head.
+`dot` messages are one g-SDDMM over the CSR entries followed by a copy-reduce here (the
+package's `gspmm_triton` composes them): the message tensor is [nnz, *F, 1], the size of
+one scalar per edge and head.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def gspmm_triton(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     Args:
         rowptr, col, eids: CSR by destination (int32 or int64, one dtype).
         lhs: [N, *F_u] source data or None. rhs: [E, *F_e] edge data (edge-id order) or None.
-        op: copy_lhs, copy_rhs, add, mul or dot (sub/div are rewritten by the caller).
+        op: copy_lhs, copy_rhs, add or mul (sub/div are rewritten by the caller; dot is
+            a g-SDDMM then a copy-reduce: the package's `gspmm_triton`).
         reduce: sum, mean, max or min.
         record_args: record max/min winners (needed only for a gradient).
 
@@ -56,8 +58,6 @@ def gspmm_triton(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
         in-edges; only the ids of the operands the op reads), else empty tensors.
     """
     device = rowptr.device
-    if op == "dot":
-        return _spmm_dot(rowptr, col, eids, lhs, rhs, reduce)
     out_shape = output_feature_shape(op, None if lhs is None else tuple(lhs.shape[1:]),
                                      None if rhs is None else tuple(rhs.shape[1:]))
     used = [t for t in (lhs, rhs) if t is not None]
@@ -69,14 +69,6 @@ def gspmm_triton(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
                                         record_args and reduce in ("max", "min"),
                                         math.prod(out_shape), *offsets, dtype)
     return out.reshape(out.shape[0], *out_shape), arg_lhs, arg_rhs
-
-
-def _spmm_dot(rowptr, col, eids, lhs, rhs, reduce):
-    from gnnforge.ops._triton._sddmm import gsddmm_triton
-    message = gsddmm_triton(col, eids, lhs, rhs, "dot")                  # [nnz, *F, 1]
-    entries = torch.arange(col.numel(), dtype=col.dtype, device=col.device)
-    out, _, _ = gspmm_triton(rowptr, col, entries, None, message, "copy_rhs", reduce, False)
-    return out, no_index(rowptr.device), no_index(rowptr.device)
 
 
 def spmm_launch(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
