@@ -7,9 +7,9 @@ What runs (README.md's "Examples in the docs run" states the same convention for
 - every command line of a ```bash block (continuation lines joined, `# comments` dropped):
   it must start with `gnnforge` (run as `python -m gnnforge.cli ...` from this checkout)
   or `python -m gnnforge...`, and runs in the same kind of temporary folder;
-- every command a table row starts with (a first cell of one backticked `gnnforge ...`
-  command, as docs/recipes.md's rows), likewise; the directives go before the table's
-  header line.
+- in a table with a `<!-- run-with: FLAGS -->` comment before its header line (opt-in:
+  other tables name paths and commands with placeholders), every row whose first cell is
+  one backticked `gnnforge ...` command, likewise (docs/recipes.md's rows).
 
 HTML comments on the lines just before a block (invisible when rendered, visible in the
 source) adjust it:
@@ -181,8 +181,8 @@ _TABLE_COMMAND = re.compile(r"^\|\s*`((?:gnnforge|python -m gnnforge)[^`]*)`\s*\
 
 
 def table_commands(path: Path) -> list[Block]:
-    """One Block (language "table") per table row that starts with a backticked command,
-    with the directives written before its table."""
+    """One Block (language "table") per row that starts with a backticked command, in the
+    tables that a `run-with` directive opts in, with the directives before the table."""
     lines = path.read_text(encoding="utf-8").splitlines()
     found = []
     for index, line in enumerate(lines):
@@ -192,8 +192,9 @@ def table_commands(path: Path) -> list[Block]:
         header = index
         while header > 0 and lines[header - 1].startswith("|"):
             header -= 1
-        found.append(Block(path, index + 1, "table", match.group(1),
-                           _directives_before(lines, header, path)))
+        directives = _directives_before(lines, header, path)
+        if "run-with" in directives:
+            found.append(Block(path, index + 1, "table", match.group(1), directives))
     return found
 
 
@@ -293,3 +294,7 @@ def test_table_rows_that_start_with_a_command_run_with_the_tables_directives(tmp
     assert [(row.line, row.text, row.directives) for row in rows] == [
         (6, "gnnforge train --recipe a", {"run-with": "--epochs 1"}),
         (8, "gnnforge recipes", {"run-with": "--epochs 1"})]
+    listing = tmp_path / "listing.md"
+    listing.write_text("| path | what |\n| --- | --- |\n| `gnnforge/ops/` | kernels |\n",
+                       encoding="utf-8")
+    assert table_commands(listing) == []  # a table without run-with is not run
