@@ -313,8 +313,7 @@ def run_varmisuse(config: VarMisuseConfig) -> dict:
         rows.append(row)
         if config.sync_file and backend == config.backends[0] and steps == config.num_steps:
             _save_parameters(model, f"{config.sync_file}.rank{rank}")
-    chance = tuple(sum(map(_chance, batches[n])) / max(_examples(batches[n]), 1)
-                   if batches[n] else float("nan") for n in ("valid", "test"))
+    chance = tuple(_chance_accuracy(batches[n]) for n in ("valid", "test"))
     counts = None if step is None else dict(zip(("frames", "graph_breaks", "recompiles"),
                                                   step.counts()))
     return dict(rows=rows, chance=chance, corpus=corpus.report(), examples=examples.report(),
@@ -336,9 +335,11 @@ def _sparse_pad(compiled: dict, num_slots: int) -> SparsePad:
     return SparsePad.covering(num_slots, edges, graphs)
 
 
-def _examples(batches: list[GraphBatch]) -> int:
-    """Hole targets (examples) in the batches."""
-    return sum(int(batch.node_data["target"].sum()) for batch in batches)
+def _chance_accuracy(batches: list[GraphBatch]) -> float:
+    """Mean of 1 / candidates over the batches' examples; NaN when there are none, as
+    `evaluate` says for an empty split."""
+    examples = sum(int(batch.node_data["target"].sum()) for batch in batches)
+    return sum(map(_chance, batches)) / examples if examples else float("nan")
 
 
 def _distributed() -> tuple[int, int]:
