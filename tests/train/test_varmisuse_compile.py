@@ -37,6 +37,20 @@ def banded_batches():
     return examples.num_labels, batches
 
 
+def _assert_same_step(model, reference, ours, theirs) -> None:
+    """The static loss (`ours`: loss, correct, count) equals `candidate_loss`'s (`theirs`),
+    and so do the gradients it leaves in `model` and `reference`; both are then zeroed."""
+    (loss, correct, count), (expected, expected_correct, expected_count) = ours, theirs
+    torch.testing.assert_close(loss, expected, rtol=1e-12, atol=1e-12)
+    assert (int(correct), int(count)) == (expected_correct, expected_count)
+    loss.backward()
+    expected.backward()
+    for mine, other in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(mine.grad, other.grad, rtol=1e-10, atol=1e-12)
+    model.zero_grad()
+    reference.zero_grad()
+
+
 def test_masked_loss_equals_candidate_loss(banded_batches):
     num_labels, batches = banded_batches
     torch.manual_seed(0)
@@ -47,14 +61,8 @@ def test_masked_loss_equals_candidate_loss(banded_batches):
             dtype=torch.float64)))
         expected, expected_correct, expected_count = candidate_loss(
             reference(batch, blocks.to(dtype=torch.float64)), batch)
-        torch.testing.assert_close(loss, expected, rtol=1e-12, atol=1e-12)
-        assert (int(correct), int(count)) == (expected_correct, expected_count)
-        loss.backward()
-        expected.backward()
-        for ours, theirs in zip(model.parameters(), reference.parameters()):
-            torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-10, atol=1e-12)
-        model.zero_grad()
-        reference.zero_grad()
+        _assert_same_step(model, reference, (loss, correct, count),
+                          (expected, expected_correct, expected_count))
 
 
 @pytest.mark.slow
@@ -100,14 +108,8 @@ def test_padded_sparse_loss_equals_candidate_loss(banded_batches):
         assert inputs[-1].num_nodes == pad.num_nodes and inputs[-1].num_edges == pad.num_edges
         loss, correct, count = static_candidate_loss(model, *inputs)
         expected, expected_correct, expected_count = candidate_loss(reference(batch, batch), batch)
-        torch.testing.assert_close(loss, expected, rtol=1e-12, atol=1e-12)
-        assert (int(correct), int(count)) == (expected_correct, expected_count)
-        loss.backward()
-        expected.backward()
-        for ours, theirs in zip(model.parameters(), reference.parameters()):
-            torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-10, atol=1e-12)
-        model.zero_grad()
-        reference.zero_grad()
+        _assert_same_step(model, reference, (loss, correct, count),
+                          (expected, expected_correct, expected_count))
 
 
 def test_sparse_pad_covers_every_batch_and_names_a_batch_too_big(banded_batches):
