@@ -8,7 +8,9 @@ The sections and their commands are listed in benchmarks/_report_sections.py. Ea
 block in BENCHMARKS.md gets a `###` heading, the exact command, a machine line (CPU,
 cores and hardware threads, 1-minute load average before and after, UTC time, git
 commit, the interpreter's Python/torch/DGL/PyG versions) and the script's output, with
-its markdown tables as tables and other lines as text. `--only SECTION[,SECTION.RUN]`
+its markdown tables as tables and other lines as text. A table longer than
+LONG_TABLE_ROWS rows keeps only its header there, with a pointer to the run's details file
+(benchmarks/results/SECTION.RUN.md, the whole output), so that the page stays a page. `--only SECTION[,SECTION.RUN]`
 rewrites just those blocks and keeps the rest of the file as it is (markers:
 benchmarks/_report_file.py); so does a run that fails or times out, whose previous block
 stays while report.py exits 1 naming it. The file is written after every run, so an
@@ -48,10 +50,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True)
 class Outcome:
-    """A finished run: the block to write, or why there is none."""
+    """A finished run: the block to write, or why there is none.
+
+    `details` is the run's whole output for its details file when `body` left out a long
+    table (None: `body` is the whole output)."""
 
     body: str | None
     failure: str | None = None
+    details: str | None = None
 
 
 def _selected(sections, only: str | None) -> list[tuple[SectionSpec, Run]]:
@@ -86,9 +92,38 @@ def _heading(line: str) -> str:
     return "#" * max(level, 4) + line[level:]
 
 
-def format_output(stdout: str) -> str:
-    """A script's stdout as markdown: tables and headings as they are, every other run of
-    lines in a `text` block (so aligned columns and log lines keep their line breaks)."""
+# A table with more data rows than this goes to the run's details file, so that
+# BENCHMARKS.md stays a page; its place in BENCHMARKS.md names the file and the row count.
+LONG_TABLE_ROWS = 24
+DETAILS_DIR = Path("benchmarks") / "results"
+
+
+def details_path(run_id: str) -> Path:
+    """Where a run's full output goes when it prints a long table (relative to the root)."""
+    return DETAILS_DIR / f"{run_id}.md"
+
+
+def _is_long_table(block: str) -> bool:
+    rows = block.splitlines()
+    return all(row.startswith("|") for row in rows) and len(rows) - 2 > LONG_TABLE_ROWS
+
+
+def shorten(blocks: list[str], details: Path) -> list[str]:
+    """`blocks` with each long table replaced by its header and a pointer to `details`."""
+    short = []
+    for block in blocks:
+        if _is_long_table(block):
+            rows = block.splitlines()
+            short.append(f"{rows[0]}\n{rows[1]}\n\n*{len(rows) - 2} rows: the whole table is in "
+                         f"[{details.as_posix()}]({details.as_posix()}).*")
+        else:
+            short.append(block)
+    return short
+
+
+def output_blocks(stdout: str) -> list[str]:
+    """A script's stdout as markdown blocks: tables and headings as they are, every other
+    run of lines in a `text` block (so aligned columns and log lines keep their breaks)."""
     blocks: list[str] = []
     text: list[str] = []
     table: list[str] = []
@@ -124,6 +159,15 @@ def format_output(stdout: str) -> str:
                 text.append(line)
     flush_text()
     flush_table()
+    return blocks
+
+
+def format_output(stdout: str) -> str:
+    """A script's stdout as markdown (see `output_blocks`)."""
+    return _joined(output_blocks(stdout))
+
+
+def _joined(blocks: list[str]) -> str:
     return "\n\n".join(blocks) + "\n" if blocks else "(the command printed nothing)\n"
 
 
@@ -158,7 +202,11 @@ def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
                      f"their columns are missing or say why.")
     if peer_note:
         lines += ["", peer_note]
-    return Outcome("\n".join(lines) + "\n\n" + format_output(result.stdout) + "\n")
+    head = "\n".join(lines) + "\n\n"
+    blocks = output_blocks(result.stdout)
+    short = shorten(blocks, details_path(f"{section.name}.{run.name}"))
+    details = None if short == blocks else head + _joined(blocks)
+    return Outcome(head + _joined(short) + "\n", details=details)
 
 
 def _peer(run: Run, peer_python: str | None, root: Path = ROOT) -> tuple[str, str | None]:
@@ -183,6 +231,17 @@ def _store(document: BenchmarksFile, section: SectionSpec, run: Run, body: str) 
         target = Section(section.name, [f"## {section.title}\n\n"])
         document.add_section(target)
     target.set_run(f"{section.name}.{run.name}", body)
+
+
+def _write_details(base: Path, run_id: str, details: str | None) -> None:
+    """Write (or, when the run printed no long table, delete) the run's details file."""
+    path = base / details_path(run_id)
+    if details is None:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<!-- written by benchmarks/report.py for {run_id}; BENCHMARKS.md shows "
+                    f"this run without its long tables -->\n\n{details}")
 
 
 def _write(path: Path, document: BenchmarksFile) -> None:
@@ -233,6 +292,7 @@ def main(argv: list[str] | None = None, sections=SECTIONS, root: Path = ROOT) ->
             failures.append(f"{section.name}.{run.name}: {outcome.failure}")
             continue
         _store(document, section, run, outcome.body)
+        _write_details(output.parent, f"{section.name}.{run.name}", outcome.details)
         _write(output, document)
     for failure in failures:
         print(f"report.py: {failure}; its previous block is kept", file=sys.stderr)

@@ -241,3 +241,41 @@ def test_the_committed_file_has_a_section_for_every_capability_and_no_stray_run(
         for run_id in section.run_ids():
             assert run_id in registered, run_id
             assert run_id.startswith(section.name + "."), run_id
+
+
+LONG = textwrap.dedent("""\
+    import sys
+    rows = int(sys.argv[1])
+    print("| short | table |")
+    print("|---|---|")
+    print("| 1 | 2 |")
+    print()
+    print("| row | value |")
+    print("|---|---|")
+    for i in range(rows):
+        print(f"| r{i} | {i} |")
+""")
+
+
+def test_a_long_table_goes_to_the_details_file_and_the_page_names_it(checkout):
+    (checkout / "benchmarks" / "long.py").write_text(LONG)
+    rows = report.LONG_TABLE_ROWS + 1
+    sections = (Section("gamma", "Gamma", (Run("long", "Long", ("benchmarks/long.py", str(rows))),)),)
+    assert _main(checkout, sections=sections) == 0
+    page = _blocks((checkout / "BENCHMARKS.md").read_text())["gamma.long"]
+    details = (checkout / "benchmarks" / "results" / "gamma.long.md").read_text()
+    assert "| 1 | 2 |" in page and "| r0 | 0 |" not in page
+    assert f"*{rows} rows: the whole table is in [benchmarks/results/gamma.long.md]" in page
+    assert f"| r{rows - 1} | {rows - 1} |" in details and "| 1 | 2 |" in details
+    assert "Command: `PYTHONPATH=." in details and "Machine:" in details
+
+    sections = (Section("gamma", "Gamma", (Run("long", "Long", ("benchmarks/long.py", "3")),)),)
+    assert _main(checkout, sections=sections) == 0
+    page = _blocks((checkout / "BENCHMARKS.md").read_text())["gamma.long"]
+    assert "| r2 | 2 |" in page and "benchmarks/results" not in page
+    assert not (checkout / "benchmarks" / "results" / "gamma.long.md").exists()
+
+
+def test_a_table_at_the_limit_stays_on_the_page():
+    table = "| a |\n|---|\n" + "\n".join(f"| {i} |" for i in range(report.LONG_TABLE_ROWS))
+    assert report.shorten([table, "text"], Path("d.md")) == [table, "text"]
