@@ -17,6 +17,24 @@ rounds), and `fastest DGL / default` (speed target: > 1). Every time is the medi
 --repeats rounds (more for cheap cells: --min-seconds) after one warm-up round; a round
 runs every method once (interleaved, so drift hits all alike).
 
+Each row also says what bounds the default path's cell (benchmarks/_bandwidth.py, whose
+docstring gives the rule; spmm.py reports GB/s the same way):
+
+- `default GB/s`: the bytes a copy_u_sum must move (read x once, write the output once,
+  read the int32 CSR; twice that for fwd+bwd) over the default path's time, and
+  `of copy bw`: that over this machine's copy bandwidth (a 256 MiB tensor copy, printed
+  above the table).
+- `fastest: graph / address-ordered`: the fastest candidate's time on the graph over
+  its time on the graph rewired to the same in- and out-degrees with every gather in
+  address order (`_bandwidth.address_ordered`: the same instructions and compulsory
+  bytes, forward and backward, with the gathered rows streamed), the two timed in
+  the same interleaved rounds.
+- `bound`: `bandwidth` where the default path reaches 60% of the copy bandwidth or more;
+  otherwise `gather latency` where the graph runs at least 1.5x slower than its
+  address-ordered twin (a third or more of the time waits on gathered rows), else
+  `instructions` (about as slow with streamed reads: instruction throughput and
+  per-call overheads bound it).
+
     python benchmarks/kernel_selection.py                      # this machine, all candidates
     python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2
 
@@ -45,6 +63,13 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bandwidth import (  # noqa: E402
+    address_ordered,
+    bound,
+    compulsory_bytes,
+    copy_bandwidth_gbs,
+    effective_gbs,
+)
 from _interleaved import interleaved_median_ms  # noqa: E402
 from spmm import _load  # noqa: E402  (the same workloads as spmm.py)
 
@@ -79,30 +104,45 @@ def _dgl():
         return None
 
 
+def _inputs(num_nodes: int, width: int, backward: bool):
+    """x [num_nodes, width] (a leaf needing its gradient for fwd+bwd) and the upstream
+    gradient, seeded: every method of a cell gets the same values."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(num_nodes, width, generator=generator).requires_grad_(backward)
+    grad = torch.randn(num_nodes, width, generator=generator)
+    return x, grad
+
+
+def _pass(function, x, grad, backward: bool):
+    """Zero-argument callable: `function()` and, for fwd+bwd, x's gradient through it."""
+    def call():
+        out = function()
+        if backward:
+            torch.autograd.grad(out, x, grad)
+    return call
+
+
+def _forced(name: str, graph, x):
+    """copy_u_sum on one candidate; its backward runs on the same candidate (the backend
+    is fixed when the forward runs)."""
+    def call():
+        with ops.use_backend(name):
+            return ops.copy_u_sum(graph, x)
+    return call
+
+
 def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
     """name -> zero-argument callable computing copy_u_sum (and its x-gradient) once."""
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(graph.num_nodes, width, generator=generator).requires_grad_(backward)
-    grad = torch.randn(graph.num_nodes, width, generator=generator)
+    x, grad = _inputs(graph.num_nodes, width, backward)
     rowptr, col, _ = graph.csr()
     csr = torch.sparse_csr_tensor(rowptr, col, torch.ones(graph.num_edges), (graph.num_nodes,) * 2)
 
     def run(function):
-        def call():
-            out = function()
-            if backward:
-                torch.autograd.grad(out, x, grad)
-        return call
-
-    def forced(name):
-        def call():
-            with ops.use_backend(name):
-                return ops.copy_u_sum(graph, x)
-        return call
+        return _pass(function, x, grad, backward)
 
     methods = {"default": run(lambda: ops.copy_u_sum(graph, x))}
     for name in _cpu_kernels.candidates(KernelClass("copy_lhs", "sum", "float32", "int32", 0)):
-        methods[name] = run(forced(name))
+        methods[name] = run(_forced(name, graph, x))
     methods["sparse.mm"] = run(lambda: torch.sparse.mm(csr, x))
     if dgl is not None:
         src, dst = graph.coo()
@@ -119,6 +159,19 @@ def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
         methods["dgl generic"] = run(with_libxsmm(False))
         dgl.use_libxsmm(True)
     return methods
+
+
+def gather_ratio(graph, ordered, width: int, backward: bool, name: str, repeats: int,
+                 min_seconds: float) -> float:
+    """Candidate `name`'s time on `graph` over its time on `ordered`
+    (`_bandwidth.address_ordered(graph)`: the same degrees, gathers in address order),
+    the two timed in the same interleaved rounds."""
+    x, grad = _inputs(graph.num_nodes, width, backward)
+    ms = interleaved_median_ms({
+        "graph": _pass(_forced(name, graph, x), x, grad, backward),
+        "ordered": _pass(_forced(name, ordered, x), x, grad, backward),
+    }, repeats, min_seconds)
+    return ms["graph"] / ms["ordered"]
 
 
 def _chosen(kernel_class: KernelClass, work: int, new_trials: list[dict]) -> str:
@@ -145,8 +198,11 @@ def _class_choice(kernel_class: KernelClass, work: int) -> str:
 _CONFIRM_ROUNDS = 15
 
 
-def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
+def grid(workloads, widths, repeats, dgl, min_seconds=0.0, bandwidth=float("nan")):
+    """The table: one row per (workload, F, pass). `bandwidth` is the measured copy
+    bandwidth in GB/s (`_bandwidth.copy_bandwidth_gbs`), for the default path's share."""
     graphs = {name: _load(name, shared_datasets_dir()) for name in workloads}
+    ordered = {name: address_ordered(graph) for name, graph in graphs.items()}
     cells = [(name, width, mode) for name in workloads for width in widths
              for mode in ("fwd", "fwd+bwd")]
     rows, names, decided = [], None, {}
@@ -170,13 +226,21 @@ def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
             chosen = f"{decided.get((name, width), '?')}; bwd {chosen}"
         again = interleaved_median_ms({"default": methods["default"], best: methods[best]},
                                       _CONFIRM_ROUNDS, min_seconds)
+        gbs = effective_gbs(compulsory_bytes(graphs[name], width, mode == "fwd+bwd"),
+                            ms["default"])
+        # The probe runs after `chosen` is read; forced candidates hold no trials anyway.
+        ratio = gather_ratio(graphs[name], ordered[name], width, mode == "fwd+bwd", best,
+                             repeats, min_seconds)
         names = list(ms)
         rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
                      f"{ms['default'] / ms[best]:.2f}",
-                     f"{again['default'] / again[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])
+                     f"{again['default'] / again[best]:.2f}", f"{dgl_best / ms['default']:.2f}x",
+                     f"{gbs:.1f}", f"{gbs / bandwidth:.0%}", f"{ratio:.2f}",
+                     bound(gbs / bandwidth, ratio)])
     header = ["workload", "F", "pass", *(f"{m} ms" for m in names), "chosen (fwd; bwd)",
               "fastest candidate", "default / fastest", "default / fastest, again",
-              "fastest DGL / default"]
+              "fastest DGL / default", "default GB/s", "of copy bw",
+              "fastest: graph / address-ordered", "bound"]
     return header, rows
 
 
@@ -261,13 +325,15 @@ def main(argv=None) -> int:
               "there); set GNNFORGE_DATASETS")
         return 0
     dgl = _dgl()
+    bandwidth = copy_bandwidth_gbs(args.repeats)
     print(f"\n### copy_u_sum, restriction: {args.restriction}\n")
     print(machine_line(args.restriction))
+    print(f"copy bandwidth: {bandwidth:.1f} GB/s (read + write, a 256 MiB tensor copy)")
     print(f"command: python benchmarks/kernel_selection.py --restriction {args.restriction} "
           f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats} "
           f"--min-seconds {args.min_seconds}\n")
     header, rows = grid(args.workloads.split(","), [int(w) for w in args.widths.split(",")],
-                        args.repeats, dgl, args.min_seconds)
+                        args.repeats, dgl, args.min_seconds, bandwidth)
     print_table(header, rows)
     print("\n" + selection_overhead())
     return 0
