@@ -4,22 +4,25 @@ the probe graph that tells gathered-row latency from instruction throughput.
 Shared by benchmarks/spmm.py (GB/s and share of copy bandwidth per cell, the bandwidth
 floor) and benchmarks/kernel_selection.py (the same per cell, plus the cell's bound).
 
-The bound of a cell (`bound`) is read from two measurements:
+The bound of a cell (`bound`) is read from two measurements, in this order:
 
-- `share`: the cell's effective bandwidth (`compulsory_bytes` / time) over the measured
-  copy bandwidth. At `BANDWIDTH_SHARE` (60%) or more the call moves the bytes it cannot
-  avoid at most 1 / 0.6 = 1.7x slower than a plain copy moves bytes: the memory system
-  bounds it, whatever the kernel does. "bandwidth".
-- `gather_ratio`: the same kernel's time on the graph over its time on
-  `address_ordered(graph)`, the graph with the same in- and out-degrees (so the same
-  loop trip counts, instructions, rows touched and compulsory bytes, in both directions)
-  whose edges are rewired so that every gather reads rows in address order (hardware
-  prefetch streams them; a row read again comes from L1). At `LATENCY_RATIO` (1.5) or
-  more, at least a third of the call's time is spent waiting for the gathered rows:
-  "gather latency". Below it, the kernel is about as slow when its reads stream:
-  its instructions (and per-call overheads: threads, allocation) bound it,
-  "instructions". 1.5 sits well above the run-to-run noise of one cell on the shared
-  2-core VM (about 20%).
+1. `share`: the cell's effective bandwidth (`compulsory_bytes` / time) over the measured
+   copy bandwidth. At `BANDWIDTH_SHARE` (60%) or more the call moves the bytes it cannot
+   avoid at most 1 / 0.6 = 1.7x slower than a plain copy moves bytes: the memory system
+   bounds it, whatever the kernel does. "bandwidth".
+2. `gather_ratio`: the same kernel's time on the graph over its time on
+   `address_ordered(graph)`, the graph with the same in- and out-degrees (so the same
+   loop trip counts, instructions, rows touched and compulsory bytes, in both
+   directions) whose edges are rewired so that every gather reads rows in address order
+   (hardware prefetch streams them; a row read again comes from L1). At `LATENCY_RATIO`
+   (1.5) or more, a third or more of the call's time is spent waiting for the gathered
+   rows: "gather latency". 1.5 sits well above the run-to-run noise of one cell on the
+   shared 2-core VM (about 20%).
+3. Otherwise the kernel is about as slow when its reads stream. If the streamed twin
+   reaches the bandwidth share (`share * gather_ratio` >= 60%: with perfect locality the
+   call is memory-bound, and the graph's gathers cost it under a third more), it is
+   "bandwidth"; else neither locality nor bytes explain the time: instruction
+   throughput (and per-call overheads: threads, allocation) bound it, "instructions".
 """
 
 from __future__ import annotations
@@ -93,4 +96,6 @@ def bound(share: float, gather_ratio: float) -> str:
         return "bandwidth"
     if gather_ratio >= LATENCY_RATIO:
         return "gather latency"
+    if share * gather_ratio >= BANDWIDTH_SHARE:  # the streamed twin's share
+        return "bandwidth"
     return "instructions"

@@ -29,11 +29,12 @@ docstring gives the rule; spmm.py reports GB/s the same way):
   address order (`_bandwidth.address_ordered`: the same instructions and compulsory
   bytes, forward and backward, with the gathered rows streamed), the two timed in
   the same interleaved rounds.
-- `bound`: `bandwidth` where the default path reaches 60% of the copy bandwidth or more;
-  otherwise `gather latency` where the graph runs at least 1.5x slower than its
-  address-ordered twin (a third or more of the time waits on gathered rows), else
-  `instructions` (about as slow with streamed reads: instruction throughput and
-  per-call overheads bound it).
+- `bound` (`_bandwidth.bound`): `bandwidth` where the default path reaches 60% of the
+  copy bandwidth or more; otherwise `gather latency` where the graph runs at least 1.5x
+  slower than its address-ordered twin (a third or more of the time waits on gathered
+  rows); otherwise `bandwidth` again where the twin reaches 60% (share x ratio), else
+  `instructions` (slow even with streamed reads and far from the copy bandwidth:
+  instruction throughput and per-call overheads bound it).
 
     python benchmarks/kernel_selection.py                      # this machine, all candidates
     python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2

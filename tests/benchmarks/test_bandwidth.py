@@ -41,6 +41,11 @@ def test_below_both_thresholds_instructions_bound_it():
     assert bound(0.3, 0.8) == "instructions"  # the ordered twin slower: noise, not latency
 
 
+def test_a_streamed_twin_at_the_bandwidth_share_is_bandwidth_bound_without_gather_cost():
+    assert bound(0.5, 1.3) == "bandwidth"      # the twin at 65% of copy bandwidth
+    assert bound(0.45, 1.3) == "instructions"  # the twin at 58.5%
+
+
 def test_a_missing_measurement_says_so():
     assert bound(math.nan, 2.0) == "n/a"
     assert bound(0.3, math.nan) == "n/a"
