@@ -22,15 +22,17 @@ docstring gives the rule; spmm.py reports GB/s the same way):
 
 - `default GB/s`: the bytes a copy_u_sum must move (read x once, write the output once,
   read the int32 CSR; twice that for fwd+bwd) over the default path's time, and
-  `of copy bw`: that over this machine's copy bandwidth (a 256 MiB tensor copy, printed
-  above the table).
+  `of copy bw`: that over this machine's DRAM copy bandwidth (a 256 MiB tensor copy,
+  as spmm.py), and `of its level's copy bw`: over the copy bandwidth of the level the
+  call's compulsory bytes fit in, the last-level cache (a warm copy of LLC/4 bytes) or
+  DRAM (both printed above the table).
 - `fastest: graph / address-ordered`: the fastest candidate's time on the graph over
   its time on the graph rewired to the same in- and out-degrees with every gather in
   address order (`_bandwidth.address_ordered`: the same instructions and compulsory
   bytes, forward and backward, with the gathered rows streamed), the two timed in
   the same interleaved rounds.
-- `bound` (`_bandwidth.bound`): `bandwidth` where the default path reaches 60% of the
-  copy bandwidth or more; otherwise `gather latency` where the graph runs at least 1.5x
+- `bound` (`_bandwidth.bound`): `bandwidth` where the default path reaches 60% of its
+  level's copy bandwidth or more; otherwise `gather latency` where the graph runs at least 1.5x
   slower than its address-ordered twin (a third or more of the time waits on gathered
   rows); otherwise `bandwidth` again where the twin reaches 60% (share x ratio), else
   `instructions` (slow even with streamed reads and far from the copy bandwidth:
@@ -70,6 +72,7 @@ from _bandwidth import (  # noqa: E402
     compulsory_bytes,
     copy_bandwidth_gbs,
     effective_gbs,
+    level,
 )
 from _interleaved import interleaved_median_ms  # noqa: E402
 from spmm import _load  # noqa: E402  (the same workloads as spmm.py)
@@ -199,9 +202,10 @@ def _class_choice(kernel_class: KernelClass, work: int) -> str:
 _CONFIRM_ROUNDS = 15
 
 
-def grid(workloads, widths, repeats, dgl, min_seconds=0.0, bandwidth=float("nan")):
-    """The table: one row per (workload, F, pass). `bandwidth` is the measured copy
-    bandwidth in GB/s (`_bandwidth.copy_bandwidth_gbs`), for the default path's share."""
+def grid(workloads, widths, repeats, dgl, min_seconds=0.0, bandwidth=None):
+    """The table: one row per (workload, F, pass). `bandwidth`: level ('DRAM', 'LLC') ->
+    measured copy bandwidth in GB/s (`copy_bandwidths`), for the default path's shares."""
+    bandwidth = bandwidth or {"DRAM": float("nan"), "LLC": float("nan")}
     graphs = {name: _load(name, shared_datasets_dir()) for name in workloads}
     ordered = {name: address_ordered(graph) for name, graph in graphs.items()}
     cells = [(name, width, mode) for name in workloads for width in widths
@@ -227,8 +231,10 @@ def grid(workloads, widths, repeats, dgl, min_seconds=0.0, bandwidth=float("nan"
             chosen = f"{decided.get((name, width), '?')}; bwd {chosen}"
         again = interleaved_median_ms({"default": methods["default"], best: methods[best]},
                                       _CONFIRM_ROUNDS, min_seconds)
-        gbs = effective_gbs(compulsory_bytes(graphs[name], width, mode == "fwd+bwd"),
-                            ms["default"])
+        num_bytes = compulsory_bytes(graphs[name], width, mode == "fwd+bwd")
+        gbs = effective_gbs(num_bytes, ms["default"])
+        where = level(num_bytes, _kernel_class.last_level_cache_bytes())
+        share = gbs / bandwidth[where]
         # The probe runs after `chosen` is read; forced candidates hold no trials anyway.
         ratio = gather_ratio(graphs[name], ordered[name], width, mode == "fwd+bwd", best,
                              repeats, min_seconds)
@@ -236,13 +242,22 @@ def grid(workloads, widths, repeats, dgl, min_seconds=0.0, bandwidth=float("nan"
         rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
                      f"{ms['default'] / ms[best]:.2f}",
                      f"{again['default'] / again[best]:.2f}", f"{dgl_best / ms['default']:.2f}x",
-                     f"{gbs:.1f}", f"{gbs / bandwidth:.0%}", f"{ratio:.2f}",
-                     bound(gbs / bandwidth, ratio)])
+                     f"{gbs:.1f}", f"{gbs / bandwidth['DRAM']:.0%}", f"{where} {share:.0%}",
+                     f"{ratio:.2f}", bound(share, ratio)])
     header = ["workload", "F", "pass", *(f"{m} ms" for m in names), "chosen (fwd; bwd)",
               "fastest candidate", "default / fastest", "default / fastest, again",
-              "fastest DGL / default", "default GB/s", "of copy bw",
+              "fastest DGL / default", "default GB/s", "of copy bw", "of its level's copy bw",
               "fastest: graph / address-ordered", "bound"]
     return header, rows
+
+
+def copy_bandwidths(repeats: int) -> dict[str, float]:
+    """Copy bandwidth in GB/s at each memory level a cell's bytes can live in: DRAM (as
+    spmm.py measures it) and the last-level cache (source and target a quarter of it
+    each; 20x the rounds, as such a copy takes well under a millisecond)."""
+    cache_copy_bytes = _kernel_class.last_level_cache_bytes() // 4
+    return {"DRAM": copy_bandwidth_gbs(repeats),
+            "LLC": copy_bandwidth_gbs(20 * repeats + 1, cache_copy_bytes)}
 
 
 def selection_overhead(repeats: int = 3000) -> str:
@@ -326,10 +341,12 @@ def main(argv=None) -> int:
               "there); set GNNFORGE_DATASETS")
         return 0
     dgl = _dgl()
-    bandwidth = copy_bandwidth_gbs(args.repeats)
+    bandwidth = copy_bandwidths(args.repeats)
     print(f"\n### copy_u_sum, restriction: {args.restriction}\n")
     print(machine_line(args.restriction))
-    print(f"copy bandwidth: {bandwidth:.1f} GB/s (read + write, a 256 MiB tensor copy)")
+    print(f"copy bandwidth (read + write): DRAM {bandwidth['DRAM']:.1f} GB/s (a 256 MiB "
+          f"tensor copy), LLC {bandwidth['LLC']:.1f} GB/s (a warm copy of LLC/4 bytes, "
+          f"LLC {_kernel_class.last_level_cache_bytes() / 2**20:.0f} MiB)")
     print(f"command: python benchmarks/kernel_selection.py --restriction {args.restriction} "
           f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats} "
           f"--min-seconds {args.min_seconds}\n")

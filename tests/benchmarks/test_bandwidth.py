@@ -19,6 +19,7 @@ from _bandwidth import (  # noqa: E402
     bound,
     compulsory_bytes,
     effective_gbs,
+    level,
 )
 
 from gnnforge.graph import Graph  # noqa: E402
@@ -49,6 +50,11 @@ def test_a_streamed_twin_at_the_bandwidth_share_is_bandwidth_bound_without_gathe
 def test_a_missing_measurement_says_so():
     assert bound(math.nan, 2.0) == "n/a"
     assert bound(0.3, math.nan) == "n/a"
+
+
+def test_bytes_that_fit_the_last_level_cache_are_measured_against_its_bandwidth():
+    assert level(32 * 2**20, 32 * 2**20) == "LLC"
+    assert level(32 * 2**20 + 1, 32 * 2**20) == "DRAM"
 
 
 def test_compulsory_bytes_of_a_small_graph():
