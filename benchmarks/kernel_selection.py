@@ -17,6 +17,27 @@ rounds), and `fastest DGL / default` (speed target: > 1). Every time is the medi
 --repeats rounds (more for cheap cells: --min-seconds) after one warm-up round; a round
 runs every method once (interleaved, so drift hits all alike).
 
+Each row also says what bounds the default path's cell (benchmarks/_bandwidth.py, whose
+docstring gives the rule; spmm.py reports GB/s the same way):
+
+- `default GB/s`: the bytes a copy_u_sum must move (read x once, write the output once,
+  read the int32 CSR; twice that for fwd+bwd) over the default path's time, and
+  `of copy bw`: that over this machine's DRAM copy bandwidth (a 256 MiB tensor copy,
+  as spmm.py), and `of its level's copy bw`: over the copy bandwidth of the level the
+  call's compulsory bytes fit in, the last-level cache (a warm copy of LLC/4 bytes) or
+  DRAM (both printed above the table).
+- `fastest: graph / address-ordered`: the fastest candidate's time on the graph over
+  its time on the graph rewired to the same in- and out-degrees with every gather in
+  address order (`_bandwidth.address_ordered`: the same instructions and compulsory
+  bytes, forward and backward, with the gathered rows streamed), the two timed in
+  the same interleaved rounds.
+- `bound` (`_bandwidth.bound`): `bandwidth` where the default path reaches 60% of its
+  level's copy bandwidth or more; otherwise `gather latency` where the graph runs at least 1.5x
+  slower than its address-ordered twin (a third or more of the time waits on gathered
+  rows); otherwise `bandwidth` again where the twin reaches 60% (share x ratio), else
+  `instructions` (slow even with streamed reads and far from the copy bandwidth:
+  instruction throughput and per-call overheads bound it).
+
     python benchmarks/kernel_selection.py                      # this machine, all candidates
     python benchmarks/kernel_selection.py --restrictions       # also as if without AVX-512 / AVX2
 
@@ -45,6 +66,14 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bandwidth import (  # noqa: E402
+    address_ordered,
+    bound,
+    compulsory_bytes,
+    copy_bandwidth_gbs,
+    effective_gbs,
+    level,
+)
 from _interleaved import interleaved_median_ms  # noqa: E402
 from spmm import _load  # noqa: E402  (the same workloads as spmm.py)
 
@@ -79,30 +108,45 @@ def _dgl():
         return None
 
 
+def _inputs(num_nodes: int, width: int, backward: bool):
+    """x [num_nodes, width] (a leaf needing its gradient for fwd+bwd) and the upstream
+    gradient, seeded: every method of a cell gets the same values."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(num_nodes, width, generator=generator).requires_grad_(backward)
+    grad = torch.randn(num_nodes, width, generator=generator)
+    return x, grad
+
+
+def _pass(function, x, grad, backward: bool):
+    """Zero-argument callable: `function()` and, for fwd+bwd, x's gradient through it."""
+    def call():
+        out = function()
+        if backward:
+            torch.autograd.grad(out, x, grad)
+    return call
+
+
+def _forced(name: str, graph, x):
+    """copy_u_sum on one candidate; its backward runs on the same candidate (the backend
+    is fixed when the forward runs)."""
+    def call():
+        with ops.use_backend(name):
+            return ops.copy_u_sum(graph, x)
+    return call
+
+
 def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
     """name -> zero-argument callable computing copy_u_sum (and its x-gradient) once."""
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(graph.num_nodes, width, generator=generator).requires_grad_(backward)
-    grad = torch.randn(graph.num_nodes, width, generator=generator)
+    x, grad = _inputs(graph.num_nodes, width, backward)
     rowptr, col, _ = graph.csr()
     csr = torch.sparse_csr_tensor(rowptr, col, torch.ones(graph.num_edges), (graph.num_nodes,) * 2)
 
     def run(function):
-        def call():
-            out = function()
-            if backward:
-                torch.autograd.grad(out, x, grad)
-        return call
-
-    def forced(name):
-        def call():
-            with ops.use_backend(name):
-                return ops.copy_u_sum(graph, x)
-        return call
+        return _pass(function, x, grad, backward)
 
     methods = {"default": run(lambda: ops.copy_u_sum(graph, x))}
     for name in _cpu_kernels.candidates(KernelClass("copy_lhs", "sum", "float32", "int32", 0)):
-        methods[name] = run(forced(name))
+        methods[name] = run(_forced(name, graph, x))
     methods["sparse.mm"] = run(lambda: torch.sparse.mm(csr, x))
     if dgl is not None:
         src, dst = graph.coo()
@@ -119,6 +163,19 @@ def _methods(graph, width: int, backward: bool, dgl, index_dtype: torch.dtype):
         methods["dgl generic"] = run(with_libxsmm(False))
         dgl.use_libxsmm(True)
     return methods
+
+
+def gather_ratio(graph, ordered, width: int, backward: bool, name: str, repeats: int,
+                 min_seconds: float) -> float:
+    """Candidate `name`'s time on `graph` over its time on `ordered`
+    (`_bandwidth.address_ordered(graph)`: the same degrees, gathers in address order),
+    the two timed in the same interleaved rounds."""
+    x, grad = _inputs(graph.num_nodes, width, backward)
+    ms = interleaved_median_ms({
+        "graph": _pass(_forced(name, graph, x), x, grad, backward),
+        "ordered": _pass(_forced(name, ordered, x), x, grad, backward),
+    }, repeats, min_seconds)
+    return ms["graph"] / ms["ordered"]
 
 
 def _chosen(kernel_class: KernelClass, work: int, new_trials: list[dict]) -> str:
@@ -145,8 +202,12 @@ def _class_choice(kernel_class: KernelClass, work: int) -> str:
 _CONFIRM_ROUNDS = 15
 
 
-def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
+def grid(workloads, widths, repeats, dgl, min_seconds=0.0, bandwidth=None):
+    """The table: one row per (workload, F, pass). `bandwidth`: level ('DRAM', 'LLC') ->
+    measured copy bandwidth in GB/s (`copy_bandwidths`), for the default path's shares."""
+    bandwidth = bandwidth or {"DRAM": float("nan"), "LLC": float("nan")}
     graphs = {name: _load(name, shared_datasets_dir()) for name in workloads}
+    ordered = {name: address_ordered(graph) for name, graph in graphs.items()}
     cells = [(name, width, mode) for name in workloads for width in widths
              for mode in ("fwd", "fwd+bwd")]
     rows, names, decided = [], None, {}
@@ -170,14 +231,33 @@ def grid(workloads, widths, repeats, dgl, min_seconds=0.0):
             chosen = f"{decided.get((name, width), '?')}; bwd {chosen}"
         again = interleaved_median_ms({"default": methods["default"], best: methods[best]},
                                       _CONFIRM_ROUNDS, min_seconds)
+        num_bytes = compulsory_bytes(graphs[name], width, mode == "fwd+bwd")
+        gbs = effective_gbs(num_bytes, ms["default"])
+        where = level(num_bytes, _kernel_class.last_level_cache_bytes())
+        share = gbs / bandwidth[where]
+        # The probe runs after `chosen` is read; forced candidates hold no trials anyway.
+        ratio = gather_ratio(graphs[name], ordered[name], width, mode == "fwd+bwd", best,
+                             repeats, min_seconds)
         names = list(ms)
         rows.append([name, width, mode, *(f"{ms[m]:.2f}" for m in names), chosen, best,
                      f"{ms['default'] / ms[best]:.2f}",
-                     f"{again['default'] / again[best]:.2f}", f"{dgl_best / ms['default']:.2f}x"])
+                     f"{again['default'] / again[best]:.2f}", f"{dgl_best / ms['default']:.2f}x",
+                     f"{gbs:.1f}", f"{gbs / bandwidth['DRAM']:.0%}", f"{where} {share:.0%}",
+                     f"{ratio:.2f}", bound(share, ratio)])
     header = ["workload", "F", "pass", *(f"{m} ms" for m in names), "chosen (fwd; bwd)",
               "fastest candidate", "default / fastest", "default / fastest, again",
-              "fastest DGL / default"]
+              "fastest DGL / default", "default GB/s", "of copy bw", "of its level's copy bw",
+              "fastest: graph / address-ordered", "bound"]
     return header, rows
+
+
+def copy_bandwidths(repeats: int) -> dict[str, float]:
+    """Copy bandwidth in GB/s at each memory level a cell's bytes can live in: DRAM (as
+    spmm.py measures it) and the last-level cache (source and target a quarter of it
+    each; 20x the rounds, as such a copy takes well under a millisecond)."""
+    cache_copy_bytes = _kernel_class.last_level_cache_bytes() // 4
+    return {"DRAM": copy_bandwidth_gbs(repeats),
+            "LLC": copy_bandwidth_gbs(20 * repeats + 1, cache_copy_bytes)}
 
 
 def selection_overhead(repeats: int = 3000) -> str:
@@ -261,13 +341,17 @@ def main(argv=None) -> int:
               "there); set GNNFORGE_DATASETS")
         return 0
     dgl = _dgl()
+    bandwidth = copy_bandwidths(args.repeats)
     print(f"\n### copy_u_sum, restriction: {args.restriction}\n")
     print(machine_line(args.restriction))
+    print(f"copy bandwidth (read + write): DRAM {bandwidth['DRAM']:.1f} GB/s (a 256 MiB "
+          f"tensor copy), LLC {bandwidth['LLC']:.1f} GB/s (a warm copy of LLC/4 bytes, "
+          f"LLC {_kernel_class.last_level_cache_bytes() / 2**20:.0f} MiB)")
     print(f"command: python benchmarks/kernel_selection.py --restriction {args.restriction} "
           f"--workloads {args.workloads} --widths {args.widths} --repeats {args.repeats} "
           f"--min-seconds {args.min_seconds}\n")
     header, rows = grid(args.workloads.split(","), [int(w) for w in args.widths.split(",")],
-                        args.repeats, dgl, args.min_seconds)
+                        args.repeats, dgl, args.min_seconds, bandwidth)
     print_table(header, rows)
     print("\n" + selection_overhead())
     return 0

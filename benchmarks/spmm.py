@@ -39,9 +39,7 @@ import ctypes
 import gzip
 import io
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -50,9 +48,17 @@ import scipy.sparse
 import torch
 from tqdm import tqdm
 
-import gnnforge.ops as ops
-from gnnforge.data import grid_2d, load_dataset, shared_datasets_dir, uniform_random
-from gnnforge.graph import Graph
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bandwidth import (  # noqa: E402
+    compulsory_bytes,
+    copy_bandwidth_gbs,
+    effective_gbs,
+    median_ms,
+)
+
+import gnnforge.ops as ops  # noqa: E402
+from gnnforge.data import grid_2d, load_dataset, shared_datasets_dir, uniform_random  # noqa: E402
+from gnnforge.graph import Graph  # noqa: E402
 
 # Speed-up over torch.sparse.mm that DGL 2.x reached on a machine like this (the issue).
 TARGETS = {
@@ -115,16 +121,6 @@ def _load(name: str, root: Path | None) -> Graph:
 # ----------------------------------------------------------------------------- measuring
 
 
-def _median_ms(function, repeats: int) -> float:
-    function()  # warm-up: compiles, builds cached formats, faults pages in
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
 def _status_kib(field: str) -> int:
     with open("/proc/self/status") as handle:
         for line in handle:
@@ -180,14 +176,6 @@ def _one_peak_mib(function) -> float:
     return (_status_kib("VmHWM:") - before) / 1024
 
 
-def copy_bandwidth_gbs(repeats: int) -> float:
-    """Bytes read plus written per second by a large tensor copy (the machine's roofline)."""
-    source = torch.ones(64 * 2**20)  # 256 MiB, far past the last-level cache
-    target = torch.empty_like(source)
-    milliseconds = _median_ms(lambda: target.copy_(source), repeats)
-    return 2 * source.numel() * 4 / milliseconds / 1e6
-
-
 # ----------------------------------------------------------------------------- peers
 
 
@@ -227,12 +215,6 @@ def _peers(graph: Graph, width: int, backward: bool):
     }
 
 
-def _compulsory_bytes(graph: Graph, width: int, backward: bool) -> int:
-    # Read x once, write out once, read rowptr + col (int32); backward repeats it on CSC.
-    one = (2 * graph.num_nodes * width + graph.num_nodes + 1 + graph.num_edges) * 4
-    return 2 * one if backward else one
-
-
 # ----------------------------------------------------------------------------- tables
 
 
@@ -247,11 +229,11 @@ def sum_table(graphs, widths, repeats, bandwidth):
     for name, width, mode in tqdm(cells, desc="copy_u_sum", file=sys.stderr):
         graph = graphs[name]
         peers = _peers(graph, width, mode == "fwd+bwd")
-        ms = {peer: _median_ms(run, repeats) for peer, run in peers.items()}
+        ms = {peer: median_ms(run, repeats) for peer, run in peers.items()}
         peak = {peer: _peak_mib(peers[peer]) for peer in ("gnnforge", "pyg")}
         ratio = ms["sparse.mm"] / ms["gnnforge"]
         target = TARGETS.get((name, mode, width), 1.0)
-        gbs = _compulsory_bytes(graph, width, mode == "fwd+bwd") / ms["gnnforge"] / 1e6
+        gbs = effective_gbs(compulsory_bytes(graph, width, mode == "fwd+bwd"), ms["gnnforge"])
         pyg_speed = ms["pyg"] / ms["gnnforge"]
         pyg_memory = (peak["pyg"] / peak["gnnforge"]
                       if peak["pyg"] and peak["gnnforge"] else float("nan"))
@@ -294,8 +276,8 @@ def reduce_table(graphs, widths, repeats):
                         torch.autograd.grad(out, leaf, grad)
                 return call
 
-            mine = _median_ms(run(lambda: ours(graph, leaf)), repeats)
-            peer = _median_ms(run(lambda: torch.sparse.mm(csr, leaf, theirs)), repeats)
+            mine = median_ms(run(lambda: ours(graph, leaf)), repeats)
+            peer = median_ms(run(lambda: torch.sparse.mm(csr, leaf, theirs)), repeats)
             target = 1.0 if mode == "fwd" else 2.0
             rows.append([name, width, reduce, mode, f"{mine:.2f}", f"{peer:.2f}",
                          f"{peer / mine:.2f}x", f"{target:.1f}x",
@@ -312,8 +294,8 @@ def dot_table(graphs, widths, repeats):
         src, dst = graph.coo()
         x = torch.randn(graph.num_nodes, width, generator=torch.Generator().manual_seed(2))
         y = torch.randn_like(x)
-        mine = _median_ms(lambda: ops.u_dot_v(graph, x, y), repeats)
-        peer = _median_ms(lambda: (x[src] * y[dst]).sum(-1, keepdim=True), repeats)
+        mine = median_ms(lambda: ops.u_dot_v(graph, x, y), repeats)
+        peer = median_ms(lambda: (x[src] * y[dst]).sum(-1, keepdim=True), repeats)
         rows.append([name, width, f"{mine:.2f}", f"{peer:.2f}", f"{peer / mine:.2f}x", "2.0x",
                      "PASS" if peer / mine >= 2 else "MISS"])
     return ["workload", "F", "gnnforge ms", "gather+mul+sum ms", "speed-up", "target", ""], rows
@@ -324,8 +306,8 @@ def floor_table(graphs, repeats, bandwidth):
         return None
     graph = graphs["grid_rowmajor"]
     x = torch.randn(graph.num_nodes, 256)
-    mine = _median_ms(lambda: ops.copy_u_sum(graph, x), repeats)
-    floor = _compulsory_bytes(graph, 256, False) / bandwidth / 1e6
+    mine = median_ms(lambda: ops.copy_u_sum(graph, x), repeats)
+    floor = compulsory_bytes(graph, 256, False) / bandwidth / 1e6
     return ["workload", "F", "gnnforge ms", "bandwidth floor ms", "ratio", "target", ""], [[
         "grid_rowmajor", 256, f"{mine:.2f}", f"{floor:.2f}", f"{mine / floor:.2f}x", "<= 2x",
         "PASS" if mine <= 2 * floor else "MISS"]]
