@@ -66,6 +66,9 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/layers.py",), peer=True),
         Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
             ("benchmarks/oversubscription.py",)),
+        Run("before_after", "Before and after the one-way layering (issue 34): layers and "
+            "the default copy_u_sum path, one run",
+            ("benchmarks/before_after.py", "--before", "0a9e661", "--after", "cf57780")),
     )),
     Section("packing", "Tuple packing", (
         Run("report", "Efficiency at the dataset-maximum limits (the paper's Table 2 "
