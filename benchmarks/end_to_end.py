@@ -34,6 +34,11 @@ PyG's NeighborLoader needs pyg-lib or torch-sparse; when neither imports, its ce
 and the "peers on gnnforge blocks" row (the PyG and DGL models on the subgraphs gnnforge
 samples) is the PyG comparison. When DGL does not import, every DGL cell says so.
 
+--products replaces the rows with one workload at ogbn-products' scale (synthetic-products,
+--products-nodes for smaller): sampled GraphSAGE-mean 3x256, fanouts [15,10,5], batch 1024,
+a fixed number of steps, gnnforge vs DGL vs PyG NeighborLoader, each side in its own child
+process for its peak RSS (benchmarks/_end_to_end_products.py says how each is set up).
+
 The GIN rows need RDKit and molsets to build the molecules; the built molecules are cached
 (gnnforge's cache folder), so a venv without RDKit (a peers' venv) runs them after one run
 in a venv with it.
@@ -772,6 +777,35 @@ def gin_rows(rows, args) -> None:
                   f"not in its ms/epoch; gnnforge eager (same run as the row above)")
 
 
+def products(args) -> int:
+    """--products (the parent: one child per side) or --products-side (a child)."""
+    from _end_to_end_products import print_result, products_rows, run_side
+
+    from gnnforge.data import PRODUCTS_NODES
+
+    args.products_nodes = args.products_nodes or PRODUCTS_NODES
+    models = {"OurSAGE": OurSAGE, "PygSAGE": PygSAGE, "pyg_loader_forward": pyg_loader_forward}
+    if args.products_side is not None:
+        if args.products_side == "DGL":
+            from _end_to_end_dgl import import_dgl
+
+            models["dgl"] = import_dgl(args.threads)
+        print_result(run_side(args.products_side, args.products_nodes, args.products_steps,
+                              models))
+        return 0
+    print(f"torch {torch.__version__}, torch_geometric "
+          f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
+    reason = dgl_reason()
+    print(reason or f"dgl {importlib.import_module('dgl').__version__}")
+    skipped = {}
+    if reason is not None:
+        skipped["DGL"] = reason.split("(")[0].removeprefix("DGL ").strip()
+    if not pyg_sampling():
+        skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
+    products_rows(str(Path(__file__).resolve()), args, skipped)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="gcn,sage,gin", help="which rows: gcn,sage,gin")
@@ -787,10 +821,23 @@ def main() -> int:
     parser.add_argument("--accuracy-seeds", type=int, default=0,
                         help="GCN Planetoid rows: instead of timing, report test accuracy "
                              "mean +- std over this many seeds for both sides")
+    parser.add_argument("--products", action="store_true",
+                        help="instead of the rows: sampled GraphSAGE on synthetic-products, "
+                             "gnnforge vs DGL vs PyG NeighborLoader, each in its own process "
+                             "(time per step, seeds/s, peak RSS, accuracy)")
+    parser.add_argument("--products-nodes", type=int, default=None,
+                        help="--products: nodes of the synthetic graph (default: "
+                             "ogbn-products' 2,449,029)")
+    parser.add_argument("--products-steps", type=int, default=50,
+                        help="--products: timed optimiser steps per side")
+    parser.add_argument("--products-side", choices=("gnnforge", "DGL", "PyG"),
+                        help=argparse.SUPPRESS)  # the child process of --products
     args = parser.parse_args()
     from gnnforge.train._cli import set_threads
 
     set_threads(args.threads)  # torch and numba: idle spinning pools slow each other down
+    if args.products or args.products_side:
+        return products(args)
     print(f"torch {torch.__version__}, torch_geometric "
           f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
     reason = dgl_reason()

@@ -6,13 +6,16 @@ there and run in the peers' venv."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, rmat
 from gnnforge.graph import Graph, GraphBatch
-from tests.benchmarks._scripts import load_script
+from tests.benchmarks._scripts import ROOT, load_script
 from tests.nn.test_models import molecules
 
 
@@ -120,3 +123,40 @@ def test_tiny_gcn_and_sage_rows_have_a_dgl_cell(capsys):
             assert row[5].endswith(("(PyG)", "(DGL)"))
     if args.dgl is not None:
         assert "peers' own samplers" in out  # DGL's own pipeline ran
+
+
+# The products tests keep the user's cache (where a 2,048-node synthetic-products, 4 MB,
+# is generated once): a fresh cache folder would also mean recompiling the native kernels.
+
+
+def test_products_side_trains_the_fixed_steps_and_reports_its_resources():
+    script = load_script("end_to_end")
+    from _end_to_end_products import run_side
+
+    models = {"OurSAGE": script.OurSAGE, "PygSAGE": script.PygSAGE,
+              "pyg_loader_forward": script.pyg_loader_forward}
+    sides = ["gnnforge"]
+    if script.dgl_reason() is None:
+        from _end_to_end_dgl import import_dgl
+
+        models["dgl"] = import_dgl(1)
+        sides.append("DGL")
+    for side in sides:
+        result = run_side(side, 2048, 2, models)
+        assert result["side"] == side and result["nodes"] == 2048
+        assert result["ms_per_step"] > 0 and result["seeds_per_s"] > 0
+        assert result["peak_rss_mib"] >= result["baseline_rss_mib"] > 0
+        assert 0 <= result["accuracy"] <= 1 and result["eval_nodes"] > 0
+
+
+def test_products_mode_prints_a_row_per_side():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
+                          "--products", "--products-nodes", "2048", "--products-steps", "1"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in out.stdout.splitlines()
+            if line.startswith("| ") and not line.startswith(("| side", "| ---"))}
+    assert set(rows) == {"gnnforge", "DGL", "PyG"}
+    assert "failed" not in out.stdout
+    assert float(rows["gnnforge"].split(" | ")[1]) > 0
