@@ -11,7 +11,9 @@
   that share gnnforge's sampling.
 - GIN (examples/pytorch/ogb/ogbg-mol*: per-column atom/bond embeddings, a batched graph per
   step): `dgl.nn.GINEConv(learn_eps=True)` on `dgl.batch`ed molecules from
-  `dgl.dataloading.GraphDataLoader`, `dgl.nn.SumPooling`.
+  `dgl.dataloading.GraphDataLoader`, `dgl.nn.SumPooling`. DGL 2.1's GINEConv computes
+  its messages relu(x_src + e) with a Python edge function (`update_all(self.message,
+  fn.sum)`), not a fused built-in: that is the layer DGL ships, so it is what is timed.
 
 Every model starts from the gnnforge model's weights (the names map below).
 """
