@@ -1,4 +1,4 @@
-"""End-to-end training time, gnnforge vs PyG (and DGL when importable), same models.
+"""End-to-end training time, gnnforge vs PyG and DGL, same models and initial weights.
 
 Rows (see BENCHMARKS.md, "End to end"):
   gcn     GCN 2-layer full graph: Cora, CiteSeer, PubMed, and the largest real graph in
@@ -6,21 +6,48 @@ Rows (see BENCHMARKS.md, "End to end"):
   sage    GraphSAGE 3-layer, sampled fanouts [10,10,10], batch 1024: R-MAT 2^17/2^21
           (random features and labels) and PubMed (every labelled node, 80/20 split).
   gin     GIN (OGB-style, 3 layers, 64 wide) regressing RDKit-computed TPSA on the first
-          MOSES molecules: gnnforge fixed-shape packed batches vs PyG's DataLoader.
+          MOSES molecules: gnnforge fixed-shape packed batches vs PyG's DataLoader and
+          DGL's GraphDataLoader.
 
-Both sides start from the same weights, run the same number of optimiser steps per epoch
-(the PyG GIN batch size is chosen to give the packed loader's step count), and use one
-intra-op thread (this machine's 2 cores are shared). An epoch's time is the median over
-the timed epochs after one warm-up epoch. "ratio" is PyG time / gnnforge time (>1: we win).
+Every side starts from the same weights (gnnforge's, copied), runs the same number of
+optimiser steps per epoch (the peers' GIN batch size is chosen to give the packed loader's
+step count), and uses one intra-op thread (this machine's 2 cores are shared): torch,
+numba and DGL's OpenMP pool (OMP_NUM_THREADS before DGL loads, then
+dgl.utils.set_num_threads). An epoch's time is the median over the timed epochs after one
+warm-up epoch. "vs PyG" is PyG time / gnnforge time, "vs fastest peer" is the faster of
+PyG and DGL over gnnforge (>1: we win).
 
-PyG's NeighborLoader needs pyg-lib or torch-sparse; when neither imports, the PyG model of
-the sage rows trains on the blocks gnnforge samples (the same subgraphs, converted to
-edge_index), so that row compares the model compute only; the script prints which.
+How DGL is configured (benchmarks/_end_to_end_dgl.py), each as DGL's own examples do:
+  gcn     examples/pytorch/gcn: dgl.nn.GraphConv(norm='both') on the graph with its
+          self-loops removed and one added per node; dense inputs. (Slashdot is directed:
+          DGL normalises by out-degree at the source, PyG and gnnforge by in-degree.)
+  sage    examples/pytorch/graphsage/node_classification.py: NeighborSampler([10,10,10],
+          prefetch_node_feats, prefetch_labels) + dgl.dataloading.DataLoader over the train
+          ids (batch 1024, shuffled, the loader gathers features and labels per batch),
+          dgl.nn.SAGEConv('mean') on the blocks, the same steps per epoch. The model-only
+          and shared-sampling rows give DGL gnnforge's blocks through dgl.create_block.
+  gin     examples/pytorch/ogb (ogbg-mol*): GINEConv(learn_eps=True) with per-column
+          atom/bond embeddings, dgl.batch'ed molecules from GraphDataLoader (PyG's batch
+          size), SumPooling.
+
+PyG's NeighborLoader needs pyg-lib or torch-sparse; when neither imports, its cell says so
+and the "peers on gnnforge blocks" row (the PyG and DGL models on the subgraphs gnnforge
+samples) is the PyG comparison. When DGL does not import, every DGL cell says so.
+
+--products replaces the rows with one workload at ogbn-products' scale (synthetic-products,
+--products-nodes for smaller): sampled GraphSAGE-mean 3x256, fanouts [15,10,5], batch 1024,
+a fixed number of steps, gnnforge vs DGL vs PyG NeighborLoader, each side in its own child
+process for its peak RSS (benchmarks/_end_to_end_products.py says how each is set up).
+
+The GIN rows need RDKit and molsets to build the molecules; the built molecules are cached
+(gnnforge's cache folder), so a venv without RDKit (a peers' venv) runs them after one run
+in a venv with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
 import statistics
 import sys
@@ -35,6 +62,7 @@ from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # _end_to_end_dgl, when loaded by a test
 
 from gnnforge.graph import Graph, GraphBatch  # noqa: E402
 
@@ -52,23 +80,41 @@ def timed_epochs(run_epoch: Callable[[], None], epochs: int) -> float:
     return statistics.median(times)
 
 
-def dgl_reason() -> str:
+def dgl_reason() -> str | None:
+    """Why DGL cannot run here (one line), or None when it imports."""
     if importlib.util.find_spec("dgl") is None:
         return "DGL skipped: not installed"
     try:
         import dgl  # noqa: F401
-    except Exception as error:  # DGL fails to import with torch 2.13
+    except Exception as error:  # DGL fails to import with some torch builds
         return f"DGL skipped: import fails with this torch ({type(error).__name__}: " \
                f"{str(error).splitlines()[0][:100]})"
-    return "DGL importable but no DGL rows are implemented"
+    return None
 
 
-def print_row(rows: list, name: str, ours: float, theirs: float, acc_ours, acc_theirs,
-              note: str = "") -> None:
+Seconds = float | str | None  # a peer's time; str: why it was not measured; None: no such row
+
+
+def print_row(rows: list, name: str, ours: float, pyg: Seconds, dgl: Seconds, acc_ours,
+              acc_pyg, acc_dgl, note: str = "") -> None:
     fmt = lambda a: "n/a" if a is None else f"{a:.3f}"  # noqa: E731
-    rows.append((name, ours, theirs, theirs / ours, fmt(acc_ours), fmt(acc_theirs), note))
-    print(f"| {name} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {theirs / ours:.2f}x | "
-          f"{fmt(acc_ours)} | {fmt(acc_theirs)} | {note} |", flush=True)
+    def ms(seconds: Seconds) -> str:
+        return (seconds if isinstance(seconds, str) else "n/a" if seconds is None
+                else f"{seconds * 1e3:.1f}")
+
+    measured = {peer: t for peer, t in (("PyG", pyg), ("DGL", dgl)) if isinstance(t, float)}
+    vs_pyg = f"{pyg / ours:.2f}x" if "PyG" in measured else "n/a"
+    fastest = min(measured, key=measured.get) if measured else None
+    vs_fastest = f"{measured[fastest] / ours:.2f}x ({fastest})" if fastest else "n/a"
+    cells = (name, f"{ours * 1e3:.1f}", ms(pyg), ms(dgl), vs_pyg, vs_fastest, fmt(acc_ours),
+             fmt(acc_pyg), fmt(acc_dgl), note)
+    rows.append(cells)
+    print("| " + " | ".join(cells) + " |", flush=True)
+
+
+def dgl_side(args):
+    """The dgl module, or None when DGL is not importable (args.dgl_missing says why)."""
+    return getattr(args, "dgl", None)
 
 
 # ----------------------------------------------------------------------------- GCN rows
@@ -112,12 +158,18 @@ class PygGCN(nn.Module):
         return self.conv2(x, edge_index)
 
 
-def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled=True):
+def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, args, labelled=True):
     classes = int(y.max()) + 1
     torch.manual_seed(0)
     ours = OurGCN(x.shape[1], 16, classes)
     theirs = PygGCN(x.shape[1], 16, classes)
     theirs.load_state_dict(ours.state_dict())
+    dgl = dgl_side(args)
+    if dgl is not None:
+        from _end_to_end_dgl import DglGCN, gcn_graph
+
+        dgl_model, dgl_graph = DglGCN(ours), gcn_graph(dgl, graph.src, graph.dst,
+                                                       graph.num_nodes)
     edge_index = torch.stack([graph.src, graph.dst])
     from gnnforge.nn import SparseFeatures
 
@@ -148,9 +200,15 @@ def full_graph_row(rows, name, graph: Graph, x, y, train, test, epochs, labelled
     t_ours = timed_epochs(trainer(ours, run_ours), epochs)
     torch.manual_seed(1)
     t_theirs = timed_epochs(trainer(theirs, run_theirs), epochs)
-    print_row(rows, f"GCN full graph, {name} ({epochs} epochs)", t_ours, t_theirs,
+    t_dgl, acc_dgl = args.dgl_missing, None
+    if dgl is not None:
+        run_dgl = lambda m: m(dgl_graph, x)  # noqa: E731
+        torch.manual_seed(1)
+        t_dgl = timed_epochs(trainer(dgl_model, run_dgl), epochs)
+        acc_dgl = accuracy(dgl_model, run_dgl) if labelled else None
+    print_row(rows, f"GCN full graph, {name} ({epochs} epochs)", t_ours, t_theirs, t_dgl,
               accuracy(ours, run_ours) if labelled else None,
-              accuracy(theirs, run_theirs) if labelled else None,
+              accuracy(theirs, run_theirs) if labelled else None, acc_dgl,
               ("" if labelled else "random features/labels; ")
               + (f"gnnforge: sparse input ({density:.2%} non-zero)"
                  if sparse is not None else "dense input"))
@@ -169,11 +227,18 @@ def accuracy_spread(name: str, graph: Graph, data, args) -> None:
     sparse = SparseFeatures.from_dense(x)
     edge_index = torch.stack([graph.src, graph.dst])
     classes = int(y.max()) + 1
-    results: dict[str, list[float]] = {"gnnforge (sparse input)": [], "PyG": []}
+    sides = [("gnnforge (sparse input)", OurGCN, lambda m: m(graph, sparse)),
+             ("PyG", PygGCN, lambda m: m(edge_index, x))]
+    dgl = dgl_side(args)
+    if dgl is not None:
+        from _end_to_end_dgl import DglGCN, gcn_graph
+
+        dgl_graph = gcn_graph(dgl, graph.src, graph.dst, graph.num_nodes)
+        sides.append(("DGL", lambda *widths: DglGCN(OurGCN(*widths)),
+                      lambda m: m(dgl_graph, x)))
+    results: dict[str, list[float]] = {side: [] for side, _, _ in sides}
     for seed in range(args.accuracy_seeds):
-        for side, model, call in (
-                ("gnnforge (sparse input)", OurGCN, lambda m: m(graph, sparse)),
-                ("PyG", PygGCN, lambda m: m(edge_index, x))):
+        for side, model, call in sides:
             torch.manual_seed(seed)
             net = model(x.shape[1], 16, classes)
             optimizer = torch.optim.Adam(net.parameters(), lr=0.01, weight_decay=5e-4)
@@ -189,7 +254,7 @@ def accuracy_spread(name: str, graph: Graph, data, args) -> None:
     cells = [f"{statistics.mean(v):.3f} +- {statistics.stdev(v):.3f}" if len(v) > 1
              else f"{v[0]:.3f}" for v in results.values()]
     print(f"| GCN {name}, test accuracy over {args.accuracy_seeds} seeds "
-          f"({args.epochs + 1} steps) | {cells[0]} | {cells[1]} |", flush=True)
+          f"({args.epochs + 1} steps) | {' | '.join(cells)} |", flush=True)
 
 
 def planetoid(name: str):
@@ -212,7 +277,7 @@ def gcn_rows(rows, args) -> None:
             accuracy_spread(name, graph, data, args)
             continue
         full_graph_row(rows, name, graph, data["x"], data["y"], data["train_mask"],
-                       data["test_mask"], args.epochs)
+                       data["test_mask"], args.epochs, args)
     if args.accuracy_seeds:
         return
     from gnnforge.data import read_edge_list
@@ -226,7 +291,7 @@ def gcn_rows(rows, args) -> None:
     train = torch.rand(graph.num_nodes, generator=generator) < 0.5
     full_graph_row(rows, f"soc-Slashdot0902 ({graph.num_nodes} nodes, {graph.num_edges} "
                    "edges)", graph, x, y, train, ~train, max(3, args.epochs // 10),
-                   labelled=False)
+                   args, labelled=False)
 
 
 # ----------------------------------------------------------------------------- SAGE rows
@@ -334,10 +399,17 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
     torch.manual_seed(0)
     ours, theirs = OurSAGE(x.shape[1], 64, classes), PygSAGE(x.shape[1], 64, classes)
     theirs.load_state_dict(ours.state_dict())
+    dgl = dgl_side(args)
+    if dgl is not None:
+        from _end_to_end_dgl import DglSAGE, dgl_blocks, dgl_loader_side
+
+        dgl_initial = DglSAGE(ours)
+        dgl_model = copy.deepcopy(dgl_initial)
+        convert_dgl = lambda blocks: dgl_blocks(dgl, blocks)  # noqa: E731
     sampler = NeighborSampler([10, 10, 10])
     seeds = NodeSeeds(train, 1024, seed=0)
     steps = min(len(seeds), args.sage_steps)
-    graph.csr()  # both sides share the sampler; build the CSR outside the timing
+    graph.csr()  # the sides share the sampler; build the CSR outside the timing
     from gnnforge.nn import SparseFeatures
 
     # Mostly-zero inputs (PubMed's TF-IDF) stay sparse on the gnnforge side: a batch
@@ -385,31 +457,49 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
     t_ours = timed_epochs(trainer(ours, lambda b: b, gather_ours), args.sage_epochs)
     initial = {k: v.clone() for k, v in theirs.state_dict().items()}
     t_theirs = timed_epochs(trainer(theirs, pyg_blocks, gather_theirs), args.sage_epochs)
-    model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps,
-                   (gather_ours, gather_theirs), y, args)
+    t_dgl, acc_dgl = args.dgl_missing, None
+    if dgl is not None:
+        t_dgl = timed_epochs(trainer(dgl_model, convert_dgl, gather_theirs), args.sage_epochs)
+        acc_dgl = accuracy(dgl_model, convert_dgl, gather_theirs)
+    model_only_row(rows, name, (ours, theirs, dgl_model if dgl is not None else None),
+                   graph, sampler, seeds, steps, (gather_ours, gather_theirs), y, args)
     extra = ("" if labelled else "; random features/labels") + (
         f"; gnnforge: sparse input ({density:.2%} non-zero)" if sparse is not None else "")
     acc_ours = accuracy(ours, lambda b: b, gather_ours)
-    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), PyG on "
-              "gnnforge blocks", t_ours, t_theirs, acc_ours,
-              accuracy(theirs, pyg_blocks, gather_theirs),
-              "PyG model on the blocks gnnforge samples (sampling shared)" + extra)
-    if not pyg_sampling():
-        print(f"SAGE {name}: PyG NeighborLoader row skipped: needs pyg-lib or torch-sparse")
+    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), peers on "
+              "gnnforge blocks", t_ours, t_theirs, t_dgl, acc_ours,
+              accuracy(theirs, pyg_blocks, gather_theirs), acc_dgl,
+              "PyG and DGL models on the blocks gnnforge samples (sampling shared)" + extra)
+    if not pyg_sampling() and dgl is None:
+        print(f"SAGE {name}: peers' own samplers row skipped: PyG's NeighborLoader needs "
+              f"pyg-lib or torch-sparse; {args.dgl_missing}")
         return
-    theirs.load_state_dict(initial)
-    t_loader, acc_loader = pyg_loader_side(graph, x, y, train, test, theirs, steps, args,
-                                           labelled)
-    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), PyG "
-              "NeighborLoader", t_ours, t_loader, acc_ours, acc_loader,
-              "PyG's own pipeline: NeighborLoader (" + ("pyg-lib, trim_to_layer"
-                                                       if importlib.util.find_spec("pyg_lib")
-                                                       else "torch-sparse; layers on the "
-                                                       "whole subgraph") + ")" + extra)
+    t_loader, acc_loader = "skipped: needs pyg-lib or torch-sparse", None
+    if pyg_sampling():
+        theirs.load_state_dict(initial)
+        t_loader, acc_loader = pyg_loader_side(graph, x, y, train, test, theirs, steps, args,
+                                               labelled)
+    t_dgl_loader, acc_dgl_loader = args.dgl_missing, None
+    if dgl is not None:
+        t_dgl_loader, acc_dgl_loader = dgl_loader_side(
+            dgl, graph.src, graph.dst, graph.num_nodes, x, y, train, test,
+            copy.deepcopy(dgl_initial), steps, args.sage_epochs, timed_epochs, labelled)
+    pyg_how = ("pyg-lib, trim_to_layer" if importlib.util.find_spec("pyg_lib")
+               else "torch-sparse; layers on the whole subgraph")
+    print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), peers' "
+              "own samplers", t_ours, t_loader, t_dgl_loader, acc_ours, acc_loader,
+              acc_dgl_loader,
+              "the peers' own pipelines: PyG NeighborLoader ("
+              + (pyg_how if pyg_sampling() else "not measured") + "), DGL NeighborSampler + "
+              "DataLoader" + ("" if dgl is not None else " (not measured)") + extra)
 
 
-def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, gathers, y, args):
-    """Forward+backward of both models on the same pre-sampled batches (no sampling)."""
+def model_only_row(rows, name, models, graph, sampler, seeds, steps, gathers, y, args):
+    """Forward+backward of the models on the same pre-sampled batches (no sampling).
+
+    models: (gnnforge, PyG, DGL or None); gathers: (gnnforge's, the peers')."""
+    ours, theirs, dgl_model = models
+    dgl = dgl_side(args)
     seeds.set_epoch(0)
     generator = torch.Generator().manual_seed(2)
     batches = []
@@ -417,20 +507,27 @@ def model_only_row(rows, name, ours, theirs, graph, sampler, seeds, steps, gathe
         if step == steps:
             break
         blocks = sampler.sample(graph, batch, generator=generator)
-        batches.append((blocks, pyg_blocks(blocks), gathers[0](blocks[0].src_nodes),
+        converted = {"ours": blocks, "pyg": pyg_blocks(blocks)}
+        if dgl is not None:
+            from _end_to_end_dgl import dgl_blocks
+
+            converted["dgl"] = dgl_blocks(dgl, blocks)
+        batches.append((converted, gathers[0](blocks[0].src_nodes),
                         gathers[1](blocks[0].src_nodes), y[batch]))
 
-    def run(model, pyg: bool):
+    def run(model, side: str):
         def epoch():
-            for blocks, converted, ours_x, theirs_x, labels in batches:
+            for converted, ours_x, theirs_x, labels in batches:
                 model.zero_grad()
-                F.cross_entropy(model(converted, theirs_x) if pyg else model(blocks, ours_x),
+                F.cross_entropy(model(converted[side], ours_x if side == "ours" else theirs_x),
                                 labels).backward()
         return epoch
 
     print_row(rows, f"SAGE model only, {name} ({steps} pre-sampled batches)",
-              timed_epochs(run(ours, False), args.sage_epochs),
-              timed_epochs(run(theirs, True), args.sage_epochs), None, None,
+              timed_epochs(run(ours, "ours"), args.sage_epochs),
+              timed_epochs(run(theirs, "pyg"), args.sage_epochs),
+              timed_epochs(run(dgl_model, "dgl"), args.sage_epochs) if dgl is not None
+              else args.dgl_missing, None, None, None,
               "forward+backward on identical blocks; sampling excluded")
 
 
@@ -469,7 +566,28 @@ def sage_rows(rows, args) -> None:
 
 
 def moses_tpsa(count: int) -> list[Graph]:
-    """The first `count` MOSES training molecules with RDKit-computed TPSA as `y`."""
+    """The first `count` MOSES training molecules with RDKit-computed TPSA as `y`.
+
+    Cached in gnnforge's cache folder once built, so that an interpreter without RDKit or
+    molsets (the peers' venv) can read them; without either and without the cache entry,
+    raises ModuleNotFoundError naming the way out.
+    """
+    from gnnforge.data import cache_dir, load_graphs, save_graphs
+
+    path = cache_dir() / f"end_to_end-moses-tpsa-{count}.npz"
+    if path.exists():
+        return load_graphs(path)[0]
+    if importlib.util.find_spec("rdkit") is None:
+        raise ModuleNotFoundError(
+            f"GIN rows need RDKit to build the MOSES TPSA molecules (none cached at {path}); "
+            f"run `benchmarks/end_to_end.py --rows gin --molecules {count}` once in a venv "
+            "with RDKit and molsets to cache them")
+    graphs = _build_moses_tpsa(count)
+    save_graphs(path, graphs, {"source": "moses train", "count": count, "y": "RDKit TPSA"})
+    return graphs
+
+
+def _build_moses_tpsa(count: int) -> list[Graph]:
     from rdkit import Chem
     from rdkit.Chem import rdMolDescriptors
 
@@ -545,7 +663,11 @@ def gin_rows(rows, args) -> None:
     from gnnforge.nn import MoleculeGIN
     from gnnforge.train import PackedSplit, split_indices
 
-    graphs = moses_tpsa(args.molecules)
+    try:
+        graphs = moses_tpsa(args.molecules)
+    except ModuleNotFoundError as error:
+        print(f"GIN rows skipped: {error}")
+        return
     split = split_indices(len(graphs), seed=0)
     y = torch.stack([g.graph_data["y"] for g in graphs])
     mean, std = y[split["train"]].mean(), y[split["train"]].std()
@@ -553,6 +675,11 @@ def gin_rows(rows, args) -> None:
     ours = MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=64, num_layers=3)
     theirs = PygMoleculeGIN(ours)
     theirs_compiled = PygMoleculeGIN(ours) if args.pyg_compile else None  # same weights
+    dgl = dgl_side(args)
+    if dgl is not None:
+        from _end_to_end_dgl import DglMoleculeGIN, molecule_graph, molecule_loader
+
+        dgl_model = DglMoleculeGIN(theirs)  # before anything trains: the same weights
     packed = PackedSplit(graphs, split["train"], 128, seed=0)
     steps = len(packed.plan(0))
     pyg_train = [Data(x=g.node_data["x"], edge_index=torch.stack([g.src, g.dst]),
@@ -595,11 +722,26 @@ def gin_rows(rows, args) -> None:
                 optimizer.step()
         return epoch
 
-    def mae(model, pyg: bool) -> float:
+    def dgl_epoch_fn():
+        optimizer = torch.optim.Adam(dgl_model.parameters(), lr=1e-3, fused=True)
+        dgl_loader = molecule_loader(dgl, [graphs[i] for i in split["train"]], batch_size)
+
+        def epoch():
+            dgl_model.train()
+            for batched, target in dgl_loader:
+                loss = F.mse_loss(dgl_model(batched), (target - mean) / std)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        return epoch
+
+    def mae(model, pyg: bool, on_dgl: bool = False) -> float:
         model.eval()
         test = [graphs[i] for i in split["test"]]
         with torch.no_grad():
-            if pyg:
+            if on_dgl:
+                prediction = model(dgl.batch([molecule_graph(dgl, g) for g in test]))
+            elif pyg:
                 data = next(iter(DataLoader(
                     [Data(x=g.node_data["x"], edge_index=torch.stack([g.src, g.dst]),
                           edge_attr=g.edge_data["edge_attr"], num_nodes=g.num_nodes)
@@ -612,11 +754,15 @@ def gin_rows(rows, args) -> None:
 
     t_ours = timed_epochs(our_epoch_fn(), args.gin_epochs)
     t_theirs = timed_epochs(their_epoch_fn(), args.gin_epochs)
+    t_dgl, mae_dgl = args.dgl_missing, None
+    if dgl is not None:
+        t_dgl = timed_epochs(dgl_epoch_fn(), args.gin_epochs)
+        mae_dgl = mae(dgl_model, False, on_dgl=True)
     nodes, edges = packed.padding_fraction()
     print_row(rows, f"GIN MOSES TPSA, {len(graphs)} mols ({steps} steps/epoch)", t_ours,
-              t_theirs, mae(ours, False), mae(theirs, True),
+              t_theirs, t_dgl, mae(ours, False), mae(theirs, True), mae_dgl,
               f"test MAE (A^2); packed node/edge padding {nodes:.1%}/{edges:.1%}; PyG "
-              f"batch {batch_size}")
+              f"and DGL batch {batch_size}")
     if theirs_compiled is not None:
         epoch = their_epoch_fn(theirs_compiled,
                                torch.compile(theirs_compiled, dynamic=True))
@@ -625,10 +771,39 @@ def gin_rows(rows, args) -> None:
         first = time.perf_counter() - start
         t_compiled = timed_epochs(epoch, args.gin_epochs)
         print_row(rows, f"GIN MOSES TPSA, {len(graphs)} mols ({steps} steps/epoch), PyG "
-                  "torch.compile(dynamic=True)", t_ours, t_compiled, mae(ours, False),
-                  mae(theirs_compiled, True),
+                  "torch.compile(dynamic=True)", t_ours, t_compiled, None, mae(ours, False),
+                  mae(theirs_compiled, True), None,
                   f"PyG compiled; its first epoch incl. compile {first * 1e3:.0f} ms, "
                   f"not in its ms/epoch; gnnforge eager (same run as the row above)")
+
+
+def products(args) -> int:
+    """--products (the parent: one child per side) or --products-side (a child)."""
+    from _end_to_end_products import print_result, products_rows, run_side
+
+    from gnnforge.data import PRODUCTS_NODES
+
+    args.products_nodes = args.products_nodes or PRODUCTS_NODES
+    models = {"OurSAGE": OurSAGE, "PygSAGE": PygSAGE, "pyg_loader_forward": pyg_loader_forward}
+    if args.products_side is not None:
+        if args.products_side == "DGL":
+            from _end_to_end_dgl import import_dgl
+
+            models["dgl"] = import_dgl(args.threads)
+        print_result(run_side(args.products_side, args.products_nodes, args.products_steps,
+                              models))
+        return 0
+    print(f"torch {torch.__version__}, torch_geometric "
+          f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
+    reason = dgl_reason()
+    print(reason or f"dgl {importlib.import_module('dgl').__version__}")
+    skipped = {}
+    if reason is not None:
+        skipped["DGL"] = reason.split("(")[0].removeprefix("DGL ").strip()
+    if not pyg_sampling():
+        skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
+    products_rows(str(Path(__file__).resolve()), args, skipped)
+    return 0
 
 
 def main() -> int:
@@ -646,19 +821,44 @@ def main() -> int:
     parser.add_argument("--accuracy-seeds", type=int, default=0,
                         help="GCN Planetoid rows: instead of timing, report test accuracy "
                              "mean +- std over this many seeds for both sides")
+    parser.add_argument("--products", action="store_true",
+                        help="instead of the rows: sampled GraphSAGE on synthetic-products, "
+                             "gnnforge vs DGL vs PyG NeighborLoader, each in its own process "
+                             "(time per step, seeds/s, peak RSS, accuracy)")
+    parser.add_argument("--products-nodes", type=int, default=None,
+                        help="--products: nodes of the synthetic graph (default: "
+                             "ogbn-products' 2,449,029)")
+    parser.add_argument("--products-steps", type=int, default=50,
+                        help="--products: timed optimiser steps per side")
+    parser.add_argument("--products-side", choices=("gnnforge", "DGL", "PyG"),
+                        help=argparse.SUPPRESS)  # the child process of --products
     args = parser.parse_args()
     from gnnforge.train._cli import set_threads
 
     set_threads(args.threads)  # torch and numba: idle spinning pools slow each other down
+    if args.products or args.products_side:
+        return products(args)
     print(f"torch {torch.__version__}, torch_geometric "
           f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
-    print(dgl_reason())
-    if args.accuracy_seeds:
-        print("| workload | gnnforge acc | PyG acc |\n| --- | --- | --- |")
+    reason = dgl_reason()
+    # a DGL cell when DGL cannot run: "skipped: not installed" or "skipped: import fails ..."
+    args.dgl, args.dgl_missing = None, (reason or "").split("(")[0].removeprefix("DGL ").strip()
+    if reason is None:
+        from _end_to_end_dgl import import_dgl
+
+        args.dgl = import_dgl(args.threads)
+        print(f"dgl {args.dgl.__version__}, {args.dgl.utils.get_num_threads()} OpenMP "
+              "thread(s)")
     else:
-        print("| workload | gnnforge ms/epoch | PyG ms/epoch | ratio | gnnforge acc | PyG acc "
-              "| note |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        print(reason)
+    if args.accuracy_seeds:
+        dgl_column = " DGL acc |" if args.dgl is not None else ""
+        print(f"| workload | gnnforge acc | PyG acc |{dgl_column}\n| --- | --- | --- |"
+              + (" --- |" if dgl_column else ""))
+    else:
+        print("| workload | gnnforge ms/epoch | PyG ms/epoch | DGL ms/epoch | vs PyG | vs fastest"
+              " peer | gnnforge acc | PyG acc | DGL acc | note |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     rows: list = []
     chosen = args.rows.split(",")
     for name, function in (("gcn", gcn_rows), ("sage", sage_rows), ("gin", gin_rows)):

@@ -1,0 +1,241 @@
+"""end_to_end.py --products: sampled GraphSAGE on synthetic-products, each side alone.
+
+The workload: GraphSAGE-mean, 3 layers, hidden 256, fanouts [15, 10, 5], batch 1024, a
+fixed number of optimiser steps (Adam, lr 0.003) on `gnnforge.data.load_synthetic_products`
+(ogbn-products' shape: 100 features, 47 classes, its split proportions; see
+gnnforge/data/_synthetic_products.py). Every side starts from the same weights (gnnforge's
+`OurSAGE` at torch.manual_seed(0), copied), and each runs in its own child process, so
+its peak RSS (getrusage ru_maxrss) is its own:
+
+  gnnforge  the memory-mapped CSR as `InEdges` (int32, nothing copied), `NeighborSampler`,
+            `NodeSeeds`, features gathered per batch with index_select from the mapped
+            [N, 100] file (what `gnnforge train --dataset synthetic-products` does).
+  DGL       examples/pytorch/graphsage/node_classification.py: a CSC-only int64 DGL graph
+            built from the CSR (DGL needs it in memory), x and y as ndata,
+            NeighborSampler(fanouts, prefetch_node_feats, prefetch_labels) +
+            dgl.dataloading.DataLoader (shuffled, no workers), dgl.nn.SAGEConv('mean').
+  PyG       NeighborLoader over Data(x, y, edge_index) (PyG needs the [2, E] int64 COO),
+            PyG's SAGEConv; needs pyg-lib or torch-sparse, else its row says so.
+
+Time per step: the mean over the timed steps after WARMUP_STEPS untimed ones, sampling,
+feature gathering and the optimiser step included. Accuracy: after the fixed steps, on
+the same seeded EVAL_NODES test nodes for every side, each sampling with its own sampler
+(training fanouts).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+FANOUTS = [15, 10, 5]
+BATCH = 1024
+HIDDEN = 256
+WARMUP_STEPS = 3
+EVAL_NODES = 4096
+SIDES = ("gnnforge", "DGL", "PyG")
+_RESULT = "PRODUCTS_RESULT "
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set so far (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def eval_nodes(test: torch.Tensor) -> torch.Tensor:
+    """At most EVAL_NODES test nodes, seeded, sorted: the same for every side."""
+    if test.numel() <= EVAL_NODES:
+        return test
+    order = torch.randperm(test.numel(), generator=torch.Generator().manual_seed(0))
+    return test[order[:EVAL_NODES]].sort().values
+
+
+def timed_steps(batches: Iterator, step: Callable[[Any], None], steps: int) -> float:
+    """Seconds per step over `steps` steps after WARMUP_STEPS untimed ones."""
+    for _ in range(WARMUP_STEPS):
+        step(next(batches))
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(next(batches))
+    return (time.perf_counter() - start) / steps
+
+
+def _forever(make_epoch: Callable[[int], Any]) -> Iterator:
+    epoch = 0
+    while True:
+        yield from make_epoch(epoch)
+        epoch += 1
+
+
+def _train_step(model, optimizer, forward: Callable[[Any], tuple]) -> Callable[[Any], None]:
+    def step(batch) -> None:
+        model.train()
+        logits, labels = forward(batch)
+        optimizer.zero_grad()
+        F.cross_entropy(logits, labels).backward()
+        optimizer.step()
+    return step
+
+
+def _accuracy(model, batches, forward) -> tuple[int, int]:
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for batch in batches:
+            logits, labels = forward(batch)
+            correct += int((logits.argmax(1) == labels).sum())
+            total += labels.numel()
+    return correct, total
+
+
+def run_side(side: str, nodes: int, steps: int, models: dict[str, Any]) -> dict[str, Any]:
+    """One side's measurements (in this process): models holds end_to_end's OurSAGE,
+    PygSAGE and pyg_loader_forward, and for DGL the imported module as "dgl"."""
+    from gnnforge.data import load_synthetic_products
+
+    baseline = peak_rss_mib()  # torch, the peer and the script imported
+    data = load_synthetic_products(nodes, progress=False)
+    classes = int(data.meta["spec"]["num_classes"])
+    torch.manual_seed(0)
+    ours = models["OurSAGE"](data.x.shape[1], HIDDEN, classes)
+    test = eval_nodes(data.test)
+    if side == "gnnforge":
+        seconds, (correct, total) = _ours(data, ours, steps, test)
+    elif side == "DGL":
+        from _end_to_end_dgl import DglSAGE
+
+        seconds, (correct, total) = _dgl(models["dgl"], data, DglSAGE(ours), steps, test)
+    else:
+        theirs = models["PygSAGE"](data.x.shape[1], HIDDEN, classes)
+        theirs.load_state_dict(ours.state_dict())
+        seconds, (correct, total) = _pyg(data, theirs, steps, test,
+                                         models["pyg_loader_forward"])
+    return {"side": side, "ms_per_step": seconds * 1e3, "seeds_per_s": BATCH / seconds,
+            "peak_rss_mib": peak_rss_mib(), "baseline_rss_mib": baseline,
+            "accuracy": correct / max(total, 1), "eval_nodes": total,
+            "nodes": data.num_nodes, "edges": data.num_edges}
+
+
+def _ours(data, model, steps, test):
+    from gnnforge.sampling import InEdges, NeighborSampler, NodeSeeds
+
+    edges = InEdges(data.rowptr, data.col, data.col[:0], data.num_nodes)  # eids: CSR order
+    sampler = NeighborSampler(FANOUTS)
+    seeds = NodeSeeds(data.train, BATCH, seed=0)
+    generator = torch.Generator().manual_seed(0)
+
+    def epoch(number: int):
+        seeds.set_epoch(number)
+        for batch in seeds:
+            yield sampler.sample(edges, batch, generator=generator), batch
+
+    def forward(item):
+        blocks, batch = item
+        return model(blocks, data.x.index_select(0, blocks[0].src_nodes)), data.y[batch]
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    seconds = timed_steps(_forever(epoch), _train_step(model, optimizer, forward), steps)
+    evaluation = torch.Generator().manual_seed(1)
+    batches = ((sampler.sample(edges, batch, generator=evaluation), batch)
+               for batch in test.split(BATCH))
+    return seconds, _accuracy(model, batches, forward)
+
+
+def _dgl(dgl, data, model, steps, test):
+    indptr = torch.from_numpy(data.rowptr.astype(np.int64))
+    indices = torch.from_numpy(data.col.astype(np.int64))
+    # By destination, as the sampler reads it; CSC only: no COO or CSR copies.
+    graph = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))),
+                      num_nodes=data.num_nodes).formats("csc")
+    graph.ndata["feat"], graph.ndata["label"] = data.x, data.y
+    sampler = dgl.dataloading.NeighborSampler(FANOUTS, prefetch_node_feats=["feat"],
+                                              prefetch_labels=["label"])
+    torch.manual_seed(0)  # the loader shuffles with torch's global generator
+    loader = dgl.dataloading.DataLoader(graph, data.train, sampler, batch_size=BATCH,
+                                        shuffle=True, drop_last=False, num_workers=0)
+
+    def forward(item):
+        _, _, blocks = item
+        return model(blocks, blocks[0].srcdata["feat"]), blocks[-1].dstdata["label"]
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    seconds = timed_steps(_forever(lambda _: iter(loader)), _train_step(model, optimizer,
+                                                                        forward), steps)
+    evaluation = dgl.dataloading.DataLoader(graph, test, sampler, batch_size=BATCH,
+                                            shuffle=False, num_workers=0)
+    return seconds, _accuracy(model, evaluation, forward)
+
+
+def _pyg(data, model, steps, test, pyg_forward):
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+
+    counts = np.diff(data.rowptr).astype(np.int64)
+    dst = torch.from_numpy(np.repeat(np.arange(data.num_nodes, dtype=np.int64), counts))
+    edge_index = torch.stack([torch.from_numpy(data.col.astype(np.int64)), dst])
+    graph = Data(x=data.x, y=data.y, edge_index=edge_index, num_nodes=data.num_nodes)
+    loader = NeighborLoader(graph, num_neighbors=FANOUTS, batch_size=BATCH,
+                            input_nodes=data.train, shuffle=True,
+                            generator=torch.Generator().manual_seed(0))
+
+    def forward(batch):
+        return pyg_forward(model, batch), batch.y[: batch.batch_size]
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    seconds = timed_steps(_forever(lambda _: iter(loader)), _train_step(model, optimizer,
+                                                                        forward), steps)
+    evaluation = NeighborLoader(graph, num_neighbors=FANOUTS, batch_size=BATCH,
+                                input_nodes=test, shuffle=False)
+    return seconds, _accuracy(model, evaluation, forward)
+
+
+# ----------------------------------------------------------------------------- the parent
+
+
+def print_result(result: dict[str, Any]) -> None:
+    """The child's last line: its result for the parent."""
+    print(_RESULT + json.dumps(result), flush=True)
+
+
+def products_rows(script: str, args, skipped: dict[str, str]) -> None:
+    """One row per side, each measured by `script --products-side SIDE` in a child.
+
+    skipped: side -> why it cannot run here (a cell instead of a child)."""
+    from gnnforge.data import load_synthetic_products
+
+    data = load_synthetic_products(args.products_nodes)  # generated once, outside the runs
+    print(f"synthetic-products: {data.num_nodes:,} nodes, {data.num_edges:,} directed edges; "
+          f"GraphSAGE-mean 3x{HIDDEN}, fanouts {FANOUTS}, batch {BATCH}, "
+          f"{args.products_steps} timed steps after {WARMUP_STEPS}, each side in its own "
+          "process")
+    del data
+    print("| side | ms/step | seeds/s | peak RSS (MiB) | RSS after imports (MiB) | test acc "
+          "| note |")
+    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    for side in SIDES:
+        if side in skipped:
+            print(f"| {side} | {skipped[side]} | n/a | n/a | n/a | n/a | |", flush=True)
+            continue
+        command = [sys.executable, script, "--products-side", side, "--products-nodes",
+                   str(args.products_nodes), "--products-steps", str(args.products_steps),
+                   "--threads", str(args.threads)]
+        child = subprocess.run(command, capture_output=True, text=True)
+        lines = [line for line in child.stdout.splitlines() if line.startswith(_RESULT)]
+        if child.returncode != 0 or not lines:
+            tail = (child.stderr.strip().splitlines() or ["no output"])[-1][:150]
+            print(f"| {side} | failed (exit {child.returncode}: {tail}) | n/a | n/a | n/a "
+                  "| n/a | |", flush=True)
+            continue
+        result = json.loads(lines[-1].removeprefix(_RESULT))
+        print(f"| {side} | {result['ms_per_step']:.1f} | {result['seeds_per_s']:,.0f} | "
+              f"{result['peak_rss_mib']:,.0f} | {result['baseline_rss_mib']:,.0f} | "
+              f"{result['accuracy']:.3f} | {result['eval_nodes']} test nodes |", flush=True)

@@ -1,0 +1,162 @@
+"""benchmarks/end_to_end.py: the DGL models compute what the gnnforge models compute from
+the same weights, and a tiny GCN and SAGE row prints a DGL cell (a time where DGL imports,
+the reason where it does not). DGL is absent from the project venv: the comparisons skip
+there and run in the peers' venv."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from gnnforge.data import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, rmat
+from gnnforge.graph import Graph, GraphBatch
+from tests.benchmarks._scripts import ROOT, load_script
+from tests.nn.test_models import molecules
+
+
+def _dgl():
+    script = load_script("end_to_end")
+    if script.dgl_reason() is not None:
+        pytest.skip(script.dgl_reason())
+    from _end_to_end_dgl import import_dgl
+
+    return script, import_dgl(1)
+
+
+def _symmetric_graph(num_nodes: int, num_edges: int, seed: int) -> Graph:
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=generator)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=generator)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    pairs = torch.unique(torch.stack([torch.cat([src, dst]), torch.cat([dst, src])]), dim=1)
+    return Graph(pairs[0], pairs[1], num_nodes)
+
+
+def test_dgl_gcn_computes_the_gnnforge_gcn_from_its_weights():
+    script, dgl = _dgl()
+    from _end_to_end_dgl import DglGCN, gcn_graph
+
+    graph = _symmetric_graph(60, 300, seed=0)
+    x = torch.randn(60, 12)
+    torch.manual_seed(0)
+    ours = script.OurGCN(12, 16, 5).eval()
+    theirs = DglGCN(ours).eval()
+    with torch.no_grad():
+        expected = ours(graph, x)
+        got = theirs(gcn_graph(dgl, graph.src, graph.dst, graph.num_nodes), x)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_dgl_sage_on_converted_blocks_computes_the_gnnforge_sage():
+    script, dgl = _dgl()
+    from _end_to_end_dgl import DglSAGE, dgl_blocks
+
+    from gnnforge.sampling import NeighborSampler
+
+    graph = rmat(9, 4000, seed=1)
+    x = torch.randn(graph.num_nodes, 8)
+    blocks = NeighborSampler([3, 3, 3]).sample(graph, torch.arange(20),
+                                               generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    ours = script.OurSAGE(8, 16, 4)
+    theirs = DglSAGE(ours)
+    inputs = x[blocks[0].src_nodes]
+    with torch.no_grad():
+        torch.testing.assert_close(theirs(dgl_blocks(dgl, blocks), inputs), ours(blocks, inputs),
+                                   atol=1e-5, rtol=1e-4)
+
+
+def test_dgl_gin_on_batched_molecules_computes_the_gnnforge_gin():
+    script, dgl = _dgl()
+    from _end_to_end_dgl import DglMoleculeGIN, molecule_graph
+
+    from gnnforge.nn import MoleculeGIN
+
+    graphs = molecules(7, seed=2)
+    torch.manual_seed(0)
+    ours = MoleculeGIN(ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, hidden=16, num_layers=3).eval()
+    theirs = DglMoleculeGIN(script.PygMoleculeGIN(ours)).eval()
+    with torch.no_grad():
+        got = theirs(dgl.batch([molecule_graph(dgl, g) for g in graphs]))
+        torch.testing.assert_close(got, ours(GraphBatch.from_graphs(graphs)), atol=1e-4,
+                                   rtol=1e-4)
+
+
+def _args(script) -> argparse.Namespace:
+    args = argparse.Namespace(sage_epochs=1, sage_steps=1, threads=1)
+    reason = script.dgl_reason()
+    args.dgl, args.dgl_missing = None, "skipped: for the test"
+    if reason is None:
+        from _end_to_end_dgl import import_dgl
+
+        args.dgl = import_dgl(1)
+    else:
+        args.dgl_missing = reason
+    return args
+
+
+def test_tiny_gcn_and_sage_rows_have_a_dgl_cell(capsys):
+    script = load_script("end_to_end")
+    args = _args(script)
+    graph = _symmetric_graph(300, 1500, seed=3)
+    x = torch.randn(300, 8)
+    y = torch.randint(0, 3, (300,))
+    train = torch.rand(300, generator=torch.Generator().manual_seed(0)) < 0.5
+    rows: list = []
+    script.full_graph_row(rows, "tiny", graph, x, y, train, ~train, 1, args)
+    nodes = torch.randperm(300, generator=torch.Generator().manual_seed(1))
+    script.sampled_row(rows, "tiny", graph, x, y, nodes[:200], nodes[200:], args)
+    out = capsys.readouterr().out
+    assert len(rows) >= 3  # GCN; SAGE model only; SAGE on gnnforge blocks (+ own samplers)
+    for row in rows:
+        dgl_ms = row[3]
+        if args.dgl is None:
+            assert dgl_ms == args.dgl_missing
+        else:
+            assert float(dgl_ms) > 0
+            assert row[5].endswith(("(PyG)", "(DGL)"))
+    if args.dgl is not None:
+        assert "peers' own samplers" in out  # DGL's own pipeline ran
+
+
+# The products tests keep the user's cache (where a 2,048-node synthetic-products, 4 MB,
+# is generated once): a fresh cache folder would also mean recompiling the native kernels.
+
+
+def test_products_side_trains_the_fixed_steps_and_reports_its_resources():
+    script = load_script("end_to_end")
+    from _end_to_end_products import run_side
+
+    models = {"OurSAGE": script.OurSAGE, "PygSAGE": script.PygSAGE,
+              "pyg_loader_forward": script.pyg_loader_forward}
+    sides = ["gnnforge"]
+    if script.dgl_reason() is None:
+        from _end_to_end_dgl import import_dgl
+
+        models["dgl"] = import_dgl(1)
+        sides.append("DGL")
+    for side in sides:
+        result = run_side(side, 2048, 2, models)
+        assert result["side"] == side and result["nodes"] == 2048
+        assert result["ms_per_step"] > 0 and result["seeds_per_s"] > 0
+        assert result["peak_rss_mib"] >= result["baseline_rss_mib"] > 0
+        assert 0 <= result["accuracy"] <= 1 and result["eval_nodes"] > 0
+
+
+def test_products_mode_prints_a_row_per_side():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
+                          "--products", "--products-nodes", "2048", "--products-steps", "1"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in out.stdout.splitlines()
+            if line.startswith("| ") and not line.startswith(("| side", "| ---"))}
+    assert set(rows) == {"gnnforge", "DGL", "PyG"}
+    assert "failed" not in out.stdout
+    assert float(rows["gnnforge"].split(" | ")[1]) > 0
