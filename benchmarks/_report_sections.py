@@ -136,6 +136,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("end_to_end", "End to end", (
         Run("training", "Training time vs PyG (and DGL), same models",
             ("benchmarks/end_to_end.py",), peer=True),
+        Run("products", "Sampled GraphSAGE on the products-sized graph (2.45M nodes), each "
+            "side in its own process", ("benchmarks/end_to_end.py", "--products",
+                                        "--products-steps", "30"), peer=True),
     )),
     Section("parsing", "Dataset parsing", (
         Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",
