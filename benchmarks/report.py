@@ -250,6 +250,23 @@ def _write(path: Path, document: BenchmarksFile) -> None:
     temporary.replace(path)
 
 
+def relayout(document: BenchmarksFile, selected, base: Path) -> None:
+    """Move the long tables of stored blocks to details files; the numbers, command and
+    machine line stay as they were measured."""
+    for section_spec, run in selected:
+        run_id = f"{section_spec.name}.{run.name}"
+        section = document.section(section_spec.name)
+        stored = dict(part for part in section.parts if isinstance(part, tuple)) if section else {}
+        if run_id not in stored:
+            continue
+        body = stored[run_id]
+        parts = body.rstrip("\n").split("\n\n")
+        short = shorten(parts, details_path(run_id))
+        if short != parts:
+            _write_details(base, run_id, body)
+            section.set_run(run_id, "\n\n".join(short) + "\n\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", metavar="SECTION[,SECTION.RUN]",
@@ -261,6 +278,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="per run; a run past it keeps its previous block")
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
+    parser.add_argument("--relayout", action="store_true",
+                        help="run nothing: move the long tables of the selected runs' stored "
+                             "blocks to their details files (after LONG_TABLE_ROWS changed)")
     return parser
 
 
@@ -284,6 +304,10 @@ def main(argv: list[str] | None = None, sections=SECTIONS, root: Path = ROOT) ->
     except ValueError as error:
         print(f"report.py: {error}", file=sys.stderr)
         return 2
+    if args.relayout:
+        relayout(document, selected, output.parent)
+        _write(output, document)
+        return 0
     failures = []
     for section, run in selected:
         python, note = _peer(run, args.peer_python, root)

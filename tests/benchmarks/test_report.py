@@ -279,3 +279,17 @@ def test_a_long_table_goes_to_the_details_file_and_the_page_names_it(checkout):
 def test_a_table_at_the_limit_stays_on_the_page():
     table = "| a |\n|---|\n" + "\n".join(f"| {i} |" for i in range(report.LONG_TABLE_ROWS))
     assert report.shorten([table, "text"], Path("d.md")) == [table, "text"]
+
+
+def test_relayout_moves_a_stored_long_table_without_running_anything(checkout):
+    rows = "\n".join(f"| r{i} | {i} |" for i in range(report.LONG_TABLE_ROWS + 1))
+    block = f"### Long\n\nMachine: m\n\n| row | value |\n|---|---|\n{rows}\n\n```text\nx\n```\n\n"
+    (checkout / "BENCHMARKS.md").write_text(
+        f"# B\n\n<!-- section gamma -->\n## Gamma\n\n<!-- run gamma.long -->\n{block}"
+        "<!-- /run gamma.long -->\n<!-- /section gamma -->\n")
+    sections = (Section("gamma", "Gamma", (Run("long", "Long", ("benchmarks/fail.py",)),)),)
+    assert _main(checkout, "--relayout", sections=sections) == 0
+    page = _blocks((checkout / "BENCHMARKS.md").read_text())["gamma.long"]
+    assert "| r0 | 0 |" not in page and "Machine: m" in page and "```text\nx\n```" in page
+    assert "benchmarks/results/gamma.long.md" in page
+    assert block in (checkout / "benchmarks" / "results" / "gamma.long.md").read_text()
