@@ -19,17 +19,17 @@ def _median(rows):
 
 
 def test_the_summary_measures_change_against_the_runs_own_noise():
-    median = _median({"layer x": (1.0, 1.1, 1.05), "layer y": (2.0, 1.9, 3.0)})
+    median = _median({"layer x": (1.0, 1.21, 1.1), "layer y": (2.0, 2.0, 3.0)})
     line = before_after.summary(median, ["layer x", "layer y"], LABELS)
-    assert "range 1.050-1.500 over 2 cells" in line
-    assert "median 0.075, max 0.100" in line
+    assert "range 1.000-1.500 over 2 cells" in line
+    assert "median 0.105, max 0.210" in line
     assert line.endswith("exceeds the largest noise: 1")
 
 
 def test_the_table_prints_one_row_per_cell_with_both_ratios(capsys):
-    before_after.print_table(_median({"c": (2.0, 2.2, 1.0)}), ["c"], LABELS)
+    before_after.print_table(_median({"c": (2.0, 8.0, 2.0)}), ["c"], LABELS)
     rows = capsys.readouterr().out.splitlines()
-    assert rows[2] == "| c | 2000.000 | 2200.000 | 1000.000 | 1.100 | 0.500 |"
+    assert rows[2] == "| c | 2000.000 | 8000.000 | 2000.000 | 4.000 | 0.500 |"
 
 
 def test_export_writes_the_package_of_a_revision(tmp_path):
