@@ -81,14 +81,16 @@ def describe_machine() -> Machine:
 
 
 def git_commit(root: Path) -> str:
-    """HEAD's short hash, with "+ uncommitted changes" when the tree (BENCHMARKS.md aside)
-    differs from it; "unknown (not a git checkout)" outside one."""
+    """HEAD's short hash, with "+ uncommitted changes" when the tree differs from it (aside
+    from report.py's own output: BENCHMARKS.md and the details files); "unknown (not a
+    git checkout)" outside one."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
                               capture_output=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", ".",
-                                ":(exclude)BENCHMARKS.md"], cwd=root, text=True,
-                               capture_output=True, check=True).stdout.strip()
+                                ":(exclude)BENCHMARKS.md", ":(exclude)benchmarks/results"],
+                               cwd=root, text=True, capture_output=True,
+                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return head + (" + uncommitted changes" if dirty else "")
