@@ -27,6 +27,9 @@ class Run:
         interpreter: a Python of another environment of this repository that the run
             needs (relative to its root, e.g. `.venv-xla/bin/python`); None: report.py's.
         env: extra environment variables for the run, as (name, value) pairs.
+        on_page: False for a run whose whole output goes to its details file
+            (benchmarks/results/SECTION.RUN.md), BENCHMARKS.md keeping its heading, command,
+            machine line and a pointer: variants and supporting runs, so the page stays one.
     """
 
     name: str
@@ -35,6 +38,7 @@ class Run:
     peer: bool = False
     interpreter: str | None = None
     env: tuple[tuple[str, str], ...] = ()
+    on_page: bool = True
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ SECTIONS: tuple[Section, ...] = (
         Run("layers", "GCN / GAT / SAGE layers vs DGL and PyG, same weights",
             ("benchmarks/layers.py",), peer=True),
         Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
-            ("benchmarks/oversubscription.py",)),
+            ("benchmarks/oversubscription.py",), on_page=False),
         Run("before_after", "Before and after the one-way layering (issue 34): layers and "
             "the default copy_u_sum path, one run",
             ("benchmarks/before_after.py", "--before", "0a9e661", "--after", "cf57780")),
@@ -75,15 +79,16 @@ SECTIONS: tuple[Section, ...] = (
             "setting)", ("-m", "gnnforge.cli", "pack", "--report", "--no-progress")),
         Run("speed", "Speed", ("benchmarks/packing.py", "speed")),
         Run("improve", "Improvement step under a budget",
-            ("benchmarks/packing.py", "improve", "--repeats", "3")),
+            ("benchmarks/packing.py", "improve", "--repeats", "3"), on_page=False),
         Run("search", "Limit search (paper Figure 5)",
-            ("-m", "gnnforge.cli", "pack", "--search", "--source", "nci", "--no-progress")),
+            ("-m", "gnnforge.cli", "pack", "--search", "--source", "nci", "--no-progress"),
+                on_page=False),
         Run("train", "End-to-end: GIN on Tox21 with three batching schemes",
             ("benchmarks/packing.py", "train", "--steps", "120", "--eval-every", "20")),
     )),
     Section("banded", "Banded dense propagation", (
         Run("reorder", "Reordering statistics (paper Fig. 1)",
-            ("-m", "gnnforge.cli", "reorder", "--max-files", "0", "--no-progress")),
+            ("-m", "gnnforge.cli", "reorder", "--max-files", "0", "--no-progress"), on_page=False),
         Run("ggnn", "GGNN training on program graphs: sparse vs banded",
             ("benchmarks/banded.py", "--max-files", "30", "--repeats", "5")),
     )),
@@ -101,31 +106,34 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/sampling.py", "cooperative")),
         Run("cache", "Feature-cache miss rate vs kappa (dependent minibatches)",
             ("benchmarks/sampling.py", "cache")),
-        Run("memory", "Sampling memory vs graph size", ("benchmarks/scale_out.py", "memory")),
+        Run("memory", "Sampling memory vs graph size", ("benchmarks/scale_out.py", "memory"),
+            on_page=False),
         Run("ranks", "Scale-out: 4 ranks on partitioned R-MAT 2^17",
-            ("benchmarks/scale_out.py", "ranks")),
+            ("benchmarks/scale_out.py", "ranks"), on_page=False),
         Run("overlap", "Scale-out: overlap of sampling and the feature-row exchange",
-            ("benchmarks/scale_out.py", "overlap")),
+            ("benchmarks/scale_out.py", "overlap"), on_page=False),
     )),
     Section("planner", "Composition planner", (
         Run("table3", "Planner vs fixed plans on held-out graphs, fitted kernels",
             ("benchmarks/planner.py", *_PLANNER_EVAL)),
         Run("table3_numba", "The same with the numba kernels forced, models not refitted",
-            ("benchmarks/planner.py", *_PLANNER_EVAL, "--backend", "numba")),
+            ("benchmarks/planner.py", *_PLANNER_EVAL, "--backend", "numba"), on_page=False),
         Run("table3_avx2", "The same with the native kernels restricted to AVX2, models "
-            "not refitted", ("benchmarks/planner.py", *_PLANNER_EVAL, "--isa", "avx2")),
+            "not refitted", ("benchmarks/planner.py", *_PLANNER_EVAL, "--isa", "avx2"),
+                on_page=False),
         Run("table3_keep", "The fitted-kernel table with malloc keeping freed memory (no "
             "page faults from re-allocated tensors)",
-            ("benchmarks/planner.py", *_PLANNER_EVAL, "--keep-freed-memory")),
+            ("benchmarks/planner.py", *_PLANNER_EVAL, "--keep-freed-memory"), on_page=False),
         Run("table3_threads2", "The same at 2 threads (the default here), the models "
-            "fitted at 2 threads", ("benchmarks/planner.py", *_PLANNER_EVAL, "--threads", "2")),
+            "fitted at 2 threads", ("benchmarks/planner.py", *_PLANNER_EVAL, "--threads", "2"),
+                on_page=False),
         Run("rgcn", "RGCN's relation-wise and basis orders: candidates and choices",
-            ("benchmarks/planner_rgcn.py",)),
+            ("benchmarks/planner_rgcn.py",), on_page=False),
         Run("quick_profile", "`gnnforge plan profile --quick`: a refit on this machine",
             ("-m", "gnnforge.cli", "plan", "profile", "--quick", "--no-progress", "--out",
              "/tmp/gnnforge-quick-models")),
         Run("overhead", "Planning overhead vs one iteration of the chosen plan",
-            ("benchmarks/planner_overhead.py",)),
+            ("benchmarks/planner_overhead.py",), on_page=False),
     )),
     Section("compile", "Compiled vs eager training (`--compile`)", (
         Run("graph", "Graph task: nci-tpsa GIN on packs",

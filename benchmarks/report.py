@@ -9,8 +9,10 @@ block in BENCHMARKS.md gets a `###` heading, the exact command, a machine line (
 cores and hardware threads, 1-minute load average before and after, UTC time, git
 commit, the interpreter's Python/torch/DGL/PyG versions) and the script's output, with
 its markdown tables as tables and other lines as text. A table longer than
-LONG_TABLE_ROWS rows keeps only its header there, with a pointer to the run's details file
-(benchmarks/results/SECTION.RUN.md, the whole output), so that the page stays a page. `--only SECTION[,SECTION.RUN]`
+LONG_TABLE_ROWS rows (a text block longer than LONG_TEXT_LINES) is replaced there by a
+pointer to the run's details file (benchmarks/results/SECTION.RUN.md, the whole output),
+and a run registered with `on_page=False` keeps only its heading, command and machine
+line on the page, so that the page stays a page. `--only SECTION[,SECTION.RUN]`
 rewrites just those blocks and keeps the rest of the file as it is (markers:
 benchmarks/_report_file.py); so does a run that fails or times out, whose previous block
 stays while report.py exits 1 naming it. The file is written after every run, so an
@@ -92,10 +94,12 @@ def _heading(line: str) -> str:
     return "#" * max(level, 4) + line[level:]
 
 
-# A table with more data rows than this goes to the run's details file, so that
-# BENCHMARKS.md stays a page; its place in BENCHMARKS.md names the file and the row count.
-LONG_TABLE_ROWS = 24
+# A table with more data rows, or a text block with more lines, than these goes to the
+# run's details file, so that BENCHMARKS.md stays a page; its place there names the file.
+LONG_TABLE_ROWS = 12
+LONG_TEXT_LINES = 8
 DETAILS_DIR = Path("benchmarks") / "results"
+_MACHINE = "Machine: "
 
 
 def details_path(run_id: str) -> Path:
@@ -108,14 +112,26 @@ def _is_long_table(block: str) -> bool:
     return all(row.startswith("|") for row in rows) and len(rows) - 2 > LONG_TABLE_ROWS
 
 
-def shorten(blocks: list[str], details: Path) -> list[str]:
-    """`blocks` with each long table replaced by its header and a pointer to `details`."""
+def _is_long_text(block: str) -> bool:
+    lines = block.splitlines()
+    return bool(lines) and lines[0] == "```text" and len(lines) - 2 > LONG_TEXT_LINES
+
+
+def shorten(blocks: list[str], details: Path, on_page: bool = True) -> list[str]:
+    """`blocks` with each long table replaced by its header and a pointer to `details`,
+    and each long text block by a pointer; all of them by one pointer when the run is not
+    `on_page`."""
+    link = f"[{details.as_posix()}]({details.as_posix()})"
+    if not on_page:
+        return [f"*Its output ({sum(len(b.splitlines()) for b in blocks)} lines) is in {link}.*"]
     short = []
     for block in blocks:
         if _is_long_table(block):
             rows = block.splitlines()
             short.append(f"{rows[0]}\n{rows[1]}\n\n*{len(rows) - 2} rows: the whole table is in "
-                         f"[{details.as_posix()}]({details.as_posix()}).*")
+                         f"{link}.*")
+        elif _is_long_text(block):
+            short.append(f"*{len(block.splitlines()) - 2} lines of output: in {link}.*")
         else:
             short.append(block)
     return short
@@ -204,7 +220,7 @@ def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
         lines += ["", peer_note]
     head = "\n".join(lines) + "\n\n"
     blocks = output_blocks(result.stdout)
-    short = shorten(blocks, details_path(f"{section.name}.{run.name}"))
+    short = shorten(blocks, details_path(f"{section.name}.{run.name}"), run.on_page)
     details = None if short == blocks else head + _joined(blocks)
     return Outcome(head + _joined(short) + "\n", details=details)
 
@@ -251,20 +267,31 @@ def _write(path: Path, document: BenchmarksFile) -> None:
 
 
 def relayout(document: BenchmarksFile, selected, base: Path) -> None:
-    """Move the long tables of stored blocks to details files; the numbers, command and
-    machine line stay as they were measured."""
+    """Lay the selected runs' stored blocks out again (long tables and off-page runs to
+    their details files); the numbers, command and machine line stay as measured."""
     for section_spec, run in selected:
         run_id = f"{section_spec.name}.{run.name}"
         section = document.section(section_spec.name)
         stored = dict(part for part in section.parts if isinstance(part, tuple)) if section else {}
         if run_id not in stored:
             continue
-        body = stored[run_id]
-        parts = body.rstrip("\n").split("\n\n")
-        short = shorten(parts, details_path(run_id))
-        if short != parts:
-            _write_details(base, run_id, body)
-            section.set_run(run_id, "\n\n".join(short) + "\n\n")
+        body = _whole_output(base, run_id) or stored[run_id]
+        head, found, output = body.partition("\n\n" + _MACHINE)
+        if not found:  # not a block report.py wrote
+            continue
+        machine, _, output = output.partition("\n\n")
+        parts = output.rstrip("\n").split("\n\n")
+        short = shorten(parts, details_path(run_id), run.on_page)
+        _write_details(base, run_id, None if short == parts else body)
+        section.set_run(run_id, "\n\n".join([head, _MACHINE + machine, *short]) + "\n\n")
+
+
+def _whole_output(base: Path, run_id: str) -> str | None:
+    """The block a details file holds (what the run printed, before any layout)."""
+    path = base / details_path(run_id)
+    if not path.exists():
+        return None
+    return path.read_text().split(" -->\n\n", 1)[1]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -293,3 +293,22 @@ def test_relayout_moves_a_stored_long_table_without_running_anything(checkout):
     assert "| r0 | 0 |" not in page and "Machine: m" in page and "```text\nx\n```" in page
     assert "benchmarks/results/gamma.long.md" in page
     assert block in (checkout / "benchmarks" / "results" / "gamma.long.md").read_text()
+
+
+def test_an_off_page_run_keeps_heading_command_and_machine_and_points_to_its_output(checkout):
+    sections = (Section("gamma", "Gamma", (Run("off", "Off", ("benchmarks/table.py", "x"),
+                                                on_page=False),)),)
+    assert _main(checkout, sections=sections) == 0
+    page = _blocks((checkout / "BENCHMARKS.md").read_text())["gamma.off"]
+    assert page.startswith("### Off\n\nCommand: `") and "\nMachine: " in page
+    assert "| x | 1 |" not in page and "is in [benchmarks/results/gamma.off.md]" in page
+    assert "| x | 1 |" in (checkout / "benchmarks" / "results" / "gamma.off.md").read_text()
+    before = (checkout / "BENCHMARKS.md").read_text()
+    assert _main(checkout, "--relayout", sections=sections) == 0  # laid out again: the same
+    assert (checkout / "BENCHMARKS.md").read_text() == before
+    assert "| x | 1 |" in (checkout / "benchmarks" / "results" / "gamma.off.md").read_text()
+
+
+def test_a_long_text_block_goes_to_the_details_file():
+    text = "```text\n" + "\n".join(str(i) for i in range(report.LONG_TEXT_LINES + 1)) + "\n```"
+    assert report.shorten([text], Path("d.md")) == ["*9 lines of output: in [d.md](d.md).*"]
