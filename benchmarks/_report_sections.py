@@ -98,7 +98,7 @@ SECTIONS: tuple[Section, ...] = (
         Run("targets", "LABOR-0 vs NS: sampled vertices (target: >= 20% fewer)",
             ("benchmarks/sampling.py", "targets")),
         Run("saturation", "LABOR-0's saving vs batch size and vs graph size",
-            ("benchmarks/sampling.py", "saturation")),
+            ("benchmarks/sampling.py", "saturation"), on_page=False),
         Run("curve", "Work vs batch size (the concavity curve)",
             ("-m", "gnnforge.cli", "sample", "--graph", "musae-git,rmat", "--curve",
              "--batch-sizes", "64,256,1024,4096", "--batches", "2", "--no-progress")),
@@ -139,7 +139,7 @@ SECTIONS: tuple[Section, ...] = (
         Run("graph", "Graph task: nci-tpsa GIN on packs",
             ("benchmarks/compile.py", "--epochs", "6")),
         Run("node", "Node task: full-graph GCN on Pubmed",
-            ("benchmarks/compile.py", "--task", "node", "--epochs", "30")),
+            ("benchmarks/compile.py", "--task", "node", "--epochs", "30"), on_page=False),
     )),
     Section("end_to_end", "End to end", (
         Run("training", "Training time vs PyG (and DGL), same models",
