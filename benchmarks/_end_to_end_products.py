@@ -5,7 +5,8 @@ fixed number of optimiser steps (Adam, lr 0.003) on `gnnforge.data.load_syntheti
 (ogbn-products' shape: 100 features, 47 classes, its split proportions; see
 gnnforge/data/_synthetic_products.py). Every side starts from the same weights (gnnforge's
 `OurSAGE` at torch.manual_seed(0), copied), and each runs in its own child process, so
-its peak RSS (getrusage ru_maxrss) is its own:
+its peak RSS (the process's own high-water mark, `gnnforge.train._resources.peak_rss_mib`;
+getrusage's ru_maxrss would start at the parent's RSS) is its own:
 
   gnnforge  the memory-mapped CSR as `InEdges` (int32, nothing copied), `NeighborSampler`,
             `NodeSeeds`, features gathered per batch with index_select from the mapped
@@ -26,7 +27,6 @@ the same seeded EVAL_NODES test nodes for every side, each sampling with its own
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -37,6 +37,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gnnforge.train._resources import peak_rss_mib
+
 FANOUTS = [15, 10, 5]
 BATCH = 1024
 HIDDEN = 256
@@ -44,11 +46,6 @@ WARMUP_STEPS = 3
 EVAL_NODES = 4096
 SIDES = ("gnnforge", "DGL", "PyG")
 _RESULT = "PRODUCTS_RESULT "
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident set so far (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def eval_nodes(test: torch.Tensor) -> torch.Tensor:

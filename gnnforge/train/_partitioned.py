@@ -23,7 +23,6 @@ whole graph with `--dependent 1`. Evaluation samples too (no process holds the g
 from __future__ import annotations
 
 import os
-import resource
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ from gnnforge._device import process_device
 from gnnforge.distributed._exchange import PendingRows
 from gnnforge.train._config import ConfigError, TrainConfig
 from gnnforge.train._handover import OnDevice, handover, stage
+from gnnforge.train._resources import peak_rss_mib
 
 __all__ = ["PartitionedNodeTask"]
 
@@ -317,7 +317,7 @@ class PartitionedNodeTask:
         """`rank R: feature_rows=Y of N, peak_rss_mib=M, exchanged_mib=X` for this process."""
         from gnnforge.distributed import traffic
 
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        peak = peak_rss_mib()
         return (f"rank {dist.get_rank()}: feature_rows={int(self.data.features.shape[0])} of "
                 f"{self.data.num_nodes}, peak_rss_mib={peak:.0f}, "
                 f"exchanged_mib={traffic().exchanged_bytes / 2**20:.1f}")

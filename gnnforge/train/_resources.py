@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import resource
 import sys
+from pathlib import Path
 
 __all__ = ["peak_rss_mib", "resource_line"]
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident set size so far, in MiB (`getrusage`: KiB on Linux,
+    """This process's peak resident set size so far, in MiB.
+
+    On Linux the high-water mark of this process's own memory (`VmHWM`): `getrusage`'s
+    ru_maxrss survives fork and exec, so a child started by a process holding 1.6 GiB
+    reads at least 1.6 GiB whatever it used itself. Elsewhere ru_maxrss (KiB on Linux,
     bytes on macOS)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 

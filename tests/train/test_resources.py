@@ -1,0 +1,31 @@
+"""peak_rss_mib reads this process's own high-water mark, not one inherited from its parent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnnforge.train._resources import peak_rss_mib
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_peak_grows_with_what_this_process_touches():
+    before = peak_rss_mib()
+    block = bytearray(200 * 2**20)  # zero-filled: every page touched
+    assert peak_rss_mib() >= before + 150
+    del block
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux /proc only")
+def test_a_child_of_a_large_parent_reads_its_own_peak():
+    block = bytearray(1536 * 2**20)  # the parent holds 1.5 GiB when it starts the child
+    child = subprocess.run(
+        [sys.executable, "-c", "from gnnforge.train._resources import peak_rss_mib; "
+                               "print(peak_rss_mib())"],
+        cwd=ROOT, capture_output=True, text=True, check=True)
+    del block
+    assert float(child.stdout) < 1024, child.stdout  # ru_maxrss would read >= 1.5 GiB
