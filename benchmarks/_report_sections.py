@@ -68,6 +68,9 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/binary.py", "--repeats", "5"), peer=True),
         Run("layers", "GCN / GAT / SAGE layers vs DGL and PyG, same weights",
             ("benchmarks/layers.py",), peer=True),
+        Run("layers_avx2", "The same with both sides restricted to AVX2 (DGL: "
+            "LIBXSMM_TARGET=hsw)", ("benchmarks/layers.py", "--restriction", "avx2"),
+            peer=True),
         Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
             ("benchmarks/oversubscription.py",), on_page=False),
         Run("before_after", "Before and after the one-way layering (issue 34): layers and "

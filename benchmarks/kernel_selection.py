@@ -75,6 +75,7 @@ from _bandwidth import (  # noqa: E402
     level,
 )
 from _interleaved import interleaved_median_ms  # noqa: E402
+from _restrictions import RESTRICTIONS  # noqa: E402
 from spmm import _load  # noqa: E402  (the same workloads as spmm.py)
 
 import gnnforge.ops as ops  # noqa: E402
@@ -87,16 +88,6 @@ from gnnforge.ops import (  # noqa: E402
     _tuning_record,
 )
 from gnnforge.ops._kernel_class import KernelClass  # noqa: E402
-
-RESTRICTIONS = {
-    "all": {},
-    # LIBXSMM_TARGET=hsw: DGL's libxsmm JIT emits AVX2 code too (like with like).
-    "avx2": {"GNNFORGE_ISA": "avx2", "NUMBA_CPU_NAME": "haswell",
-             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "LIBXSMM_TARGET": "hsw"},
-    "sse2": {"GNNFORGE_ISA": "sse2", "NUMBA_CPU_NAME": "x86-64",
-             "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
-}
-
 
 def _dgl():
     """The dgl module, or None with the reason printed (it is a peer, never a dependency)."""

@@ -17,8 +17,12 @@ round, for:
 All models get the same weights (copied from gnnforge's), and the table prints the
 largest difference of each peer's inference output from gnnforge's, so the rows compute
 the same function. Run in a venv with DGL and PyG (../shared/peers/install_peers.sh).
+`--restriction avx2` runs it again with both sides restricted to AVX2 (gnnforge's
+candidates, numba, MKL, and DGL's libxsmm with LIBXSMM_TARGET=hsw; benchmarks/
+_restrictions.py), standing in for a CPU without AVX-512.
 
     python benchmarks/layers.py
+    python benchmarks/layers.py --restriction avx2
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from gnnforge.nn import GATConv, GCNConv, SAGEConv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _interleaved import interleaved_median_ms  # noqa: E402
+from _restrictions import RESTRICTIONS, applied, rerun_under  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- data
@@ -188,7 +193,11 @@ def main(argv=None) -> int:
                         help="extend cheap cells' rounds until the timed calls of all "
                         "methods add up to this many seconds (odd count, at most 101 rounds)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--restriction", choices=tuple(RESTRICTIONS), default="all",
+                        help="instruction sets both sides may use (benchmarks/_restrictions.py)")
     args = parser.parse_args(argv)
+    if not applied(args.restriction):
+        return rerun_under(args.restriction, __file__, argv)
     torch.set_num_threads(args.threads)
     if shared_datasets_dir() is None:
         print("layers: the shared datasets folder is absent; set GNNFORGE_DATASETS")
@@ -201,7 +210,8 @@ def main(argv=None) -> int:
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} "
           f"threads, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"command: python benchmarks/layers.py --datasets {args.datasets} --layers "
-          f"{args.layers} --repeats {args.repeats} --min-seconds {args.min_seconds}\n")
+          f"{args.layers} --repeats {args.repeats} --min-seconds {args.min_seconds} "
+          f"--restriction {args.restriction}\n")
     header = ["dataset", "layer", "mode", "gnnforge ms", "dgl64 ms", "dgl32 ms", "pyg ms",
               "vs fastest peer", "max |peer - ours|"]
     rows = []
