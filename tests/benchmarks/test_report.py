@@ -312,3 +312,16 @@ def test_an_off_page_run_keeps_heading_command_and_machine_and_points_to_its_out
 def test_a_long_text_block_goes_to_the_details_file():
     text = "```text\n" + "\n".join(str(i) for i in range(report.LONG_TEXT_LINES + 1)) + "\n```"
     assert report.shorten([text], Path("d.md")) == ["*9 lines of output: in [d.md](d.md).*"]
+
+
+def test_the_committed_page_is_a_page_with_every_details_file_it_links():
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    assert len(text.splitlines()) < 1000
+    assert "Migrated from the dated log" not in text
+    linked = set(re.findall(r"\]\((benchmarks/results/[^)]+\.md)\)", text))
+    assert linked, "no details file linked"
+    for path in linked:
+        assert (ROOT / path).is_file(), path
+    registered = {f"{s.name}.{r.name}" for s in SECTIONS for r in s.runs}
+    for path in (ROOT / "benchmarks" / "results").glob("*.md"):
+        assert path.stem in registered and f"benchmarks/results/{path.name}" in linked, path
