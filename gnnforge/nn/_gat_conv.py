@@ -13,6 +13,7 @@ from gnnforge.nn._aggregate import dst_part
 from gnnforge.nn._attention import check_attention_args, edge_features, finish_heads
 from gnnforge.nn._graph_structure import prepared_structure
 from gnnforge.nn._planned import AUTO, check_node_input
+from gnnforge.nn._sparse_features import SparseFeatures
 from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import gat_expression
@@ -45,6 +46,10 @@ class GATConv(nn.Module):
         fill_value: edge features of the added loops: a number, a tensor, or 'mean'
             (PyG's default), 'add', 'min', 'max', 'mul' of the node's in-edge features.
         bias: learn a bias. residual: add a linear projection of the destination's input.
+
+    x may also be `SparseFeatures` (mostly-zero inputs such as bag-of-words): X W is then
+    projected over the non-zeros first and the plan runs on the [N, H*D] projection with
+    W a per-head selection of its columns (exact: products with 1 and sums of zeros).
 
     Shapes:
         x: [num_src_nodes, I] float; edge_attr: [E, edge_dim] (default: the graph's
@@ -93,14 +98,20 @@ class GATConv(nn.Module):
         return {"I": self.in_channels, "O": self.heads * self.out_channels, "H": self.heads,
                 "D": self.out_channels}
 
-    def forward(self, graph: Any, x: Tensor, edge_attr: Tensor | None = None) -> Tensor:
-        check_node_input("GATConv", graph, x, self.in_channels)
+    def forward(self, graph: Any, x: Tensor | SparseFeatures,
+                edge_attr: Tensor | None = None) -> Tensor:
+        heads, width = self.heads, self.out_channels
+        residual_input = x
+        if isinstance(x, SparseFeatures):
+            x, weight = self._project_sparse(x)
+        else:
+            weight = self.lin.weight.reshape(heads, width, self.in_channels).transpose(1, 2)
+        check_node_input("GATConv", graph, x, weight.shape[1])
         structure = prepared_structure(self, graph, self.add_self_loops, Structure,
                                        key="plain")
-        heads, width = self.heads, self.out_channels
         leaves = {
             "X": x,
-            "W": self.lin.weight.reshape(heads, width, self.in_channels).transpose(1, 2),
+            "W": weight,                                                        # [H, I, D]
             "a_src": self.att_src[0].unsqueeze(-1),                            # [H, D, 1]
             "a_dst": self.att_dst[0].unsqueeze(-1),
         }
@@ -111,8 +122,23 @@ class GATConv(nn.Module):
             leaves["edge_logits"] = (edges * self.att_edge).sum(-1, keepdim=True)  # [E', H, 1]
         dropout = self.dropout if self.training else 0.0
         out = run_plan(self, self.plan_expression(), structure, leaves, dropout)
-        residual = None if self.res is None else self.res(dst_part(graph, x))
+        residual = None if self.res is None else self._residual(graph, residual_input)
         return finish_heads(out, self.concat, self.bias, residual)
+
+    def _project_sparse(self, x: SparseFeatures) -> tuple[Tensor, Tensor]:
+        """(X W [Ns, H*D] over the non-zeros, [H, H*D, D] selecting head h's columns)."""
+        if x.shape[1] != self.in_channels:
+            raise ValueError(f"GATConv: x must have {self.in_channels} columns, got "
+                             f"SparseFeatures of shape {x.shape}")
+        projected = x.matmul(self.lin.weight.t())                               # [Ns, H*D]
+        heads, width = self.heads, self.out_channels
+        eye = torch.eye(heads * width, dtype=projected.dtype, device=projected.device)
+        return projected, eye.reshape(heads * width, heads, width).transpose(0, 1)
+
+    def _residual(self, graph: Any, x: Tensor | SparseFeatures) -> Tensor:
+        if isinstance(x, SparseFeatures):
+            return x.head(graph.num_dst_nodes).matmul(self.res.weight.t())
+        return self.res(dst_part(graph, x))
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, heads={self.heads}"

@@ -114,8 +114,8 @@ class NodeTask:
         """x as the model takes it: SparseFeatures when mostly zero and a path supports it."""
         density = int(torch.count_nonzero(self.x)) / max(self.x.numel(), 1)
         # The feature cache and the cooperative exchange move dense rows; off the CPU the
-        # input is dense too (SparseFeatures' kernels are the CPU ones); GAT takes dense x.
-        if density >= SPARSE_INPUT_DENSITY or config.cache_size or config.model == "gat" \
+        # input is dense too (SparseFeatures' kernels are the CPU ones).
+        if density >= SPARSE_INPUT_DENSITY or config.cache_size \
                 or config.distributed == "cooperative" or config.device != "cpu":
             return self.x
         from gnnforge.nn import SparseFeatures

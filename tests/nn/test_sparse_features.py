@@ -141,3 +141,32 @@ def test_sage_conv_sparse_input_on_blocks_equals_dense(aggr):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="linear aggregator"):
         SAGEConv(25, 6, aggr="max")(graph, sparse)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gat_conv_sparse_input_equals_dense(seed, residual):
+    from gnnforge.nn import GATConv
+    from gnnforge.sampling import NeighborSampler
+
+    graph = _graph_with_loops_and_multi_edges(40, seed)
+    x = _sparse_matrix(graph.num_nodes, 30, 0.08, seed, dtype=torch.float32)
+    sparse = SparseFeatures.from_dense(x)
+    blocks = NeighborSampler([3]).sample(graph, torch.arange(0, 40, 4),
+                                         generator=torch.Generator().manual_seed(seed))
+    inputs = blocks[0].src_nodes
+    torch.manual_seed(seed)
+    conv = GATConv(30, 5, heads=3, residual=residual)
+    for structure in (graph, blocks[0]):
+        dense_x = x if structure is graph else x[inputs]
+        sparse_x = sparse if structure is graph else sparse.rows(inputs)
+        out_dense = conv(structure, dense_x)
+        grads_dense = torch.autograd.grad(out_dense.square().sum(), list(conv.parameters()))
+        out_sparse = conv(structure, sparse_x)
+        grads_sparse = torch.autograd.grad(out_sparse.square().sum(), list(conv.parameters()))
+        assert out_sparse.shape == (structure.num_dst_nodes, 15)
+        torch.testing.assert_close(out_sparse, out_dense, rtol=1e-5, atol=1e-6)
+        for a, b in zip(grads_sparse, grads_dense):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="must have 30 columns"):
+        conv(graph, SparseFeatures.from_dense(torch.eye(graph.num_nodes)))
