@@ -210,29 +210,44 @@ def products_rows(script: str, args, skipped: dict[str, str]) -> None:
     from gnnforge.data import load_synthetic_products
 
     data = load_synthetic_products(args.products_nodes)  # generated once, outside the runs
-    print(f"synthetic-products: {data.num_nodes:,} nodes, {data.num_edges:,} directed edges; "
-          f"GraphSAGE-mean 3x{HIDDEN}, fanouts {FANOUTS}, batch {BATCH}, "
-          f"{args.products_steps} timed steps after {WARMUP_STEPS}, each side in its own "
-          "process")
+    if args.products_gcn:
+        from _end_to_end_products_gcn import gcn_header, gcn_row
+
+        header, row, cells = gcn_header(data, args), gcn_row, 7
+    else:
+        header, row, cells = _sage_header(data, args), _sage_row, 6
     del data
-    print("| side | ms/step | seeds/s | peak RSS (MiB) | RSS after imports (MiB) | test acc "
-          "| note |")
-    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    print(header, flush=True)
     for side in SIDES:
         if side in skipped:
-            print(f"| {side} | {skipped[side]} | n/a | n/a | n/a | n/a | |", flush=True)
+            print(f"| {side} | {skipped[side]} |" + " n/a |" * (cells - 2) + " |", flush=True)
             continue
         command = [sys.executable, script, "--products-side", side, "--products-nodes",
                    str(args.products_nodes), "--products-steps", str(args.products_steps),
                    "--threads", str(args.threads)]
+        command += ["--products-gcn"] if args.products_gcn else []
         child = subprocess.run(command, capture_output=True, text=True)
         lines = [line for line in child.stdout.splitlines() if line.startswith(_RESULT)]
         if child.returncode != 0 or not lines:
             tail = (child.stderr.strip().splitlines() or ["no output"])[-1][:150]
-            print(f"| {side} | failed (exit {child.returncode}: {tail}) | n/a | n/a | n/a "
-                  "| n/a | |", flush=True)
+            print(f"| {side} | failed (exit {child.returncode}: {tail}) |"
+                  + " n/a |" * (cells - 2) + " |", flush=True)
             continue
-        result = json.loads(lines[-1].removeprefix(_RESULT))
-        print(f"| {side} | {result['ms_per_step']:.1f} | {result['seeds_per_s']:,.0f} | "
-              f"{result['peak_rss_mib']:,.0f} | {result['baseline_rss_mib']:,.0f} | "
-              f"{result['accuracy']:.3f} | {result['eval_nodes']} test nodes |", flush=True)
+        print(row(json.loads(lines[-1].removeprefix(_RESULT)), skipped.get("note " + side, "")),
+              flush=True)
+
+
+def _sage_header(data, args) -> str:
+    return (f"synthetic-products: {data.num_nodes:,} nodes, {data.num_edges:,} directed edges; "
+            f"GraphSAGE-mean 3x{HIDDEN}, fanouts {FANOUTS}, batch {BATCH}, "
+            f"{args.products_steps} timed steps after {WARMUP_STEPS}, each side in its own "
+            "process\n"
+            "| side | ms/step | seeds/s | peak RSS (MiB) | RSS after imports (MiB) | test acc "
+            "| note |\n"
+            "| --- | --- | --- | --- | --- | --- | --- |")
+
+
+def _sage_row(result: dict[str, Any], note: str) -> str:
+    return (f"| {result['side']} | {result['ms_per_step']:.1f} | {result['seeds_per_s']:,.0f} | "
+            f"{result['peak_rss_mib']:,.0f} | {result['baseline_rss_mib']:,.0f} | "
+            f"{result['accuracy']:.3f} | {result['eval_nodes']} test nodes |")

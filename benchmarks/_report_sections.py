@@ -151,6 +151,9 @@ SECTIONS: tuple[Section, ...] = (
         Run("products", "Sampled GraphSAGE on the products-sized graph (2.45M nodes), each "
             "side in its own process", ("benchmarks/end_to_end.py", "--products",
                                         "--products-steps", "30"), peer=True),
+        Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
+            "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
+                        "--products-steps", "3"), peer=True),
     )),
     Section("parsing", "Dataset parsing", (
         Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",

@@ -38,6 +38,8 @@ samples) is the PyG comparison. When DGL does not import, every DGL cell says so
 --products-nodes for smaller): sampled GraphSAGE-mean 3x256, fanouts [15,10,5], batch 1024,
 a fixed number of steps, gnnforge vs DGL vs PyG NeighborLoader, each side in its own child
 process for its peak RSS (benchmarks/_end_to_end_products.py says how each is set up).
+--products --products-gcn: full-graph GCN 2x256 there instead, a training step and
+inference (benchmarks/_end_to_end_products_gcn.py).
 
 The GIN rows need RDKit and molsets to build the molecules; the built molecules are cached
 (gnnforge's cache folder), so a venv without RDKit (a peers' venv) runs them after one run
@@ -790,8 +792,15 @@ def products(args) -> int:
             from _end_to_end_dgl import import_dgl
 
             models["dgl"] = import_dgl(args.threads)
-        print_result(run_side(args.products_side, args.products_nodes, args.products_steps,
-                              models))
+        if args.products_gcn:
+            from _end_to_end_products_gcn import run_gcn_side
+
+            models.update(OurGCN=OurGCN, PygGCN=PygGCN)
+            print_result(run_gcn_side(args.products_side, args.products_nodes,
+                                      args.products_steps, models))
+        else:
+            print_result(run_side(args.products_side, args.products_nodes,
+                                  args.products_steps, models))
         return 0
     print(f"torch {torch.__version__}, torch_geometric "
           f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
@@ -800,7 +809,9 @@ def products(args) -> int:
     skipped = {}
     if reason is not None:
         skipped["DGL"] = reason.split("(")[0].removeprefix("DGL ").strip()
-    if not pyg_sampling():
+    if args.products_gcn:
+        skipped["note PyG"] = "torch.sparse CSR adj_t (PyG's large-graph path)"
+    elif not pyg_sampling():
         skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
     products_rows(str(Path(__file__).resolve()), args, skipped)
     return 0
@@ -830,6 +841,9 @@ def main() -> int:
                              "ogbn-products' 2,449,029)")
     parser.add_argument("--products-steps", type=int, default=50,
                         help="--products: timed optimiser steps per side")
+    parser.add_argument("--products-gcn", action="store_true",
+                        help="--products: full-graph GCN 2x256 instead (training step and "
+                             "inference, median of --products-steps after one)")
     parser.add_argument("--products-side", choices=("gnnforge", "DGL", "PyG"),
                         help=argparse.SUPPRESS)  # the child process of --products
     args = parser.parse_args()

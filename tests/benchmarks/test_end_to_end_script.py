@@ -160,3 +160,26 @@ def test_products_mode_prints_a_row_per_side():
     assert set(rows) == {"gnnforge", "DGL", "PyG"}
     assert "failed" not in out.stdout
     assert float(rows["gnnforge"].split(" | ")[1]) > 0
+
+
+def test_products_gcn_sides_compute_the_same_model():
+    """Full-graph GCN: every side that runs here takes the same first step (the test
+    accuracy after it is equal) and reports its times and resources."""
+    script = load_script("end_to_end")
+    from _end_to_end_products_gcn import gcn_row, run_gcn_side
+
+    models = {"OurGCN": script.OurGCN, "PygGCN": script.PygGCN}
+    sides = ["gnnforge", "PyG"]
+    if script.dgl_reason() is None:
+        from _end_to_end_dgl import import_dgl
+
+        models["dgl"] = import_dgl(1)
+        sides.append("DGL")
+    results = [run_gcn_side(side, 2048, 1, models) for side in sides]
+    for side, result in zip(sides, results):
+        assert result["side"] == side and result["nodes"] == 2048
+        assert result["step_s"] > 0 and result["infer_s"] > 0
+        assert result["peak_rss_mib"] >= result["baseline_rss_mib"] > 0
+        assert gcn_row(result, "").startswith(f"| {side} | ")
+    accuracies = [result["accuracy"] for result in results]
+    assert max(accuracies) - min(accuracies) <= 0.01  # equal but for near-tied logits
