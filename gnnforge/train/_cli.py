@@ -59,6 +59,8 @@ _HELP = {
     "heads": "node task, --model gat: attention heads per hidden layer (--hidden per head)",
     "output_heads": "node task, --model gat: heads averaged in the output layer",
     "attention_dropout": "node task, --model gat: dropout on attention coefficients",
+    "largest_component": "node task: keep the largest connected component only, before "
+                         "the split (Shchur et al.'s protocol)",
     "distributed": "under torchrun: independent (each process its own minibatches, DDP) or "
                    "cooperative (node task, --mode sampled: the processes sample and compute "
                    "one global minibatch together)",

@@ -28,7 +28,7 @@ ACTIVATIONS = ("relu", "elu")
 # The node task's recipe options and their defaults (refused by the other tasks).
 NODE_RECIPE_OPTIONS = {"normalize_features": False, "weight_decay_layers": "all",
                        "activation": "relu", "heads": 8, "output_heads": 1,
-                       "attention_dropout": 0.0}
+                       "attention_dropout": 0.0, "largest_component": False}
 SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
@@ -102,6 +102,9 @@ class TrainConfig:
     heads: int = 8
     output_heads: int = 1
     attention_dropout: float = 0.0
+    # node task: keep the largest connected component only, before the split (Shchur et
+    # al. evaluate on it); the summary says how many nodes and edges it dropped.
+    largest_component: bool = False
     # Under torchrun: 'independent' gives each process its own minibatches and averages
     # gradients with DDP; 'cooperative' (node task, sampled) has the processes sample and
     # compute one global minibatch together, each owning a partition of the vertices.

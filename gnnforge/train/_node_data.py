@@ -84,13 +84,28 @@ def row_normalized(x: Tensor) -> Tensor:
     return x / torch.where(total == 0, torch.ones_like(total), total)
 
 
-def labelled_graph(name: str, seed: int = 0) -> tuple[Graph, str]:
+def largest_component_of(graph: Graph, description: str) -> tuple[Graph, str]:
+    """(the largest weakly connected component of `graph`, description saying what went)."""
+    from gnnforge.transforms import LargestConnectedComponents
+
+    transform = LargestConnectedComponents()
+    component = transform(graph)
+    return component, (f"{description}; largest connected component: {component.num_nodes:,} "
+                       f"of {graph.num_nodes:,} nodes ({transform.dropped_nodes:,} nodes and "
+                       f"{transform.dropped_edges:,} edges dropped)")
+
+
+def labelled_graph(name: str, seed: int = 0,
+                   largest_component: bool = False) -> tuple[Graph, str]:
     """(graph with node data x, y and train/val/test masks, description) for a registry
-    node-labelled graph other than Planetoid's."""
+    node-labelled graph other than Planetoid's; `largest_component` keeps only the
+    largest connected component, before the split is drawn."""
     from gnnforge.data import load_dataset
 
     dataset = load_dataset(name, symmetrize=True, dedup=True, self_loops="remove")
-    graph = dataset.graph
+    graph, kept = dataset.graph, ""
+    if largest_component:
+        graph, kept = largest_component_of(graph, "")
     if "y" not in graph.node_data:
         raise ValueError(f"dataset {name!r} has no node labels; use --task link")
     y = graph.node_data["y"].long()
@@ -106,4 +121,4 @@ def labelled_graph(name: str, seed: int = 0) -> tuple[Graph, str]:
     out = structure.with_node_data(x=x, y=y, train_mask=masks["train"], val_mask=masks["val"],
                                    test_mask=masks["test"])
     return out, (f"{dataset.name} (undirected, {inputs}; {TRAIN_PER_CLASS}/{VAL_PER_CLASS} "
-                 "per class train/val)")
+                 f"per class train/val{kept})")

@@ -39,15 +39,35 @@ def _synthetic_sbm(seed: int) -> Graph:
                                 val_mask=(split >= 0.1) & (split < 0.3), test_mask=split >= 0.3)
 
 
-def load_node_dataset(name: str, seed: int = 0) -> tuple[Graph, str]:
+def load_node_dataset(name: str, seed: int = 0,
+                      largest_component: bool = False) -> tuple[Graph, str]:
     """(graph with node data x, y, train/val/test masks, description) for `name`: a
-    node-labelled graph of the dataset registry or 'sbm' (generated, labelled)."""
+    node-labelled graph of the dataset registry or 'sbm' (generated, labelled).
+
+    largest_component: keep the largest (weakly) connected component only, before the
+    split is drawn (Shchur et al.'s protocol); Planetoid keeps its published masks on it.
+    """
     if name.lower() == "sbm":
-        return _synthetic_sbm(seed), "synthetic 4-block SBM (2,000 nodes), noisy features"
+        graph = _synthetic_sbm(seed)
+        return _largest(graph, "synthetic 4-block SBM (2,000 nodes), noisy features",
+                        largest_component)
     if name.lower() not in ("cora", "citeseer", "pubmed"):
         from gnnforge.train._node_data import labelled_graph
 
-        return labelled_graph(name, seed)
+        return labelled_graph(name, seed, largest_component)
+    graph, description = _planetoid(name)
+    return _largest(graph, description, largest_component)
+
+
+def _largest(graph: Graph, description: str, largest_component: bool) -> tuple[Graph, str]:
+    if not largest_component:
+        return graph, description
+    from gnnforge.train._node_data import largest_component_of
+
+    return largest_component_of(graph, description)
+
+
+def _planetoid(name: str) -> tuple[Graph, str]:
     name = name.lower()
     from gnnforge.data import read_planetoid, shared_datasets_dir
 
@@ -74,7 +94,8 @@ class NodeTask:
     def __init__(self, config: TrainConfig, graph: Graph | None = None,
                  description: str = "") -> None:
         if graph is None:
-            graph, description = load_node_dataset(config.dataset or "pubmed", config.seed)
+            graph, description = load_node_dataset(config.dataset or "pubmed", config.seed,
+                                                   config.largest_component)
         for key in ("x", "y", "train_mask", "val_mask", "test_mask"):
             if key not in graph.node_data:
                 raise ValueError(f"node task: graph has no node_data[{key!r}]")

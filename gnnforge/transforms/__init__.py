@@ -2,7 +2,8 @@
 (a new graph; the input is unchanged), composable with `Compose`."""
 
 from gnnforge.transforms._compose import Compose
+from gnnforge.transforms._largest_component import LargestConnectedComponents
 from gnnforge.transforms._normalize_features import NormalizeFeatures
 from gnnforge.transforms._one_hot_degree import OneHotDegree
 
-__all__ = ["Compose", "NormalizeFeatures", "OneHotDegree"]
+__all__ = ["Compose", "LargestConnectedComponents", "NormalizeFeatures", "OneHotDegree"]
