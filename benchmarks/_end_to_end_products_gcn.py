@@ -76,7 +76,7 @@ def _coo(data) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(data.col.astype(np.int64)), dst
 
 
-def _side_inputs(side: str, data, reference, models: dict[str, Any]):
+def _side_inputs(side: str, data, reference, models: dict[str, Any], hidden: int):
     """(model, graph-like argument, forward(model, graph, x)) for `side`."""
     src, dst = _coo(data)
     if side == "gnnforge":
@@ -89,7 +89,7 @@ def _side_inputs(side: str, data, reference, models: dict[str, Any]):
 
         graph = gcn_graph(models["dgl"], src, dst, data.num_nodes)
         return DglGCN(reference), graph, lambda model, g, x: model(g, x)
-    theirs = models["PygGCN"](data.x.shape[1], HIDDEN, reference.conv2.lin.weight.shape[0])
+    theirs = models["PygGCN"](data.x.shape[1], hidden, reference.conv2.lin.weight.shape[0])
     theirs.load_state_dict(reference.state_dict())
     del dst
     rowptr = torch.from_numpy(data.rowptr.astype(np.int64))
@@ -98,7 +98,8 @@ def _side_inputs(side: str, data, reference, models: dict[str, Any]):
     return theirs, adj_t, lambda model, g, x: model(g, x)
 
 
-def run_gcn_side(side: str, nodes: int, repeats: int, models: dict[str, Any]) -> dict[str, Any]:
+def run_gcn_side(side: str, nodes: int, repeats: int, models: dict[str, Any],
+                 hidden: int = HIDDEN) -> dict[str, Any]:
     """One side's measurements (in this process); models: OurGCN, PygGCN, and "dgl"."""
     from gnnforge.data import load_synthetic_products
 
@@ -106,8 +107,8 @@ def run_gcn_side(side: str, nodes: int, repeats: int, models: dict[str, Any]) ->
     data = load_synthetic_products(nodes, progress=False)
     classes = int(data.meta["spec"]["num_classes"])
     torch.manual_seed(0)
-    reference = models["OurGCN"](data.x.shape[1], HIDDEN, classes)
-    model, graph, forward = _side_inputs(side, data, reference, models)
+    reference = models["OurGCN"](data.x.shape[1], hidden, classes)
+    model, graph, forward = _side_inputs(side, data, reference, models, hidden)
     x, y = torch.as_tensor(data.x), torch.as_tensor(data.y)
     train, test = torch.as_tensor(data.train), torch.as_tensor(data.test)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)

@@ -1,0 +1,188 @@
+"""Cost growth with graph size: synthetic-products from 2^18 to 2^23 nodes (issue 32).
+
+At constant mean degree (the generator's, about 50 directed edges per node), for each
+size, each measurement in its own child process (its peak RSS is its own):
+
+  sampled     GraphSAGE-mean 3x256, fanouts [15, 10, 5], batch 1024, Adam: seconds per
+              100 optimiser steps (sampling, feature gather, forward, backward, update;
+              the mean over --steps steps after 3 untimed), end_to_end.py --products'
+              gnnforge side. Work per step is bounded by the fanouts, so the ideal curve
+              is flat; what grows is the share of gathered rows that miss the caches.
+  full graph  GCN 2 layers, hidden --hidden (default 64: at 256 a 2^23-node training
+              step needs more than this machine's 24 GiB), one training step over the
+              whole graph = one epoch (median of --repeats after untimed ones while the
+              plans race), and inference; reported per edge, whose ideal is flat.
+
+Prints one table (ratios against the smallest size) and writes a log-log PNG (--png).
+
+    python benchmarks/scaling.py                       # 2^18 .. 2^23
+    python benchmarks/scaling.py --sizes 10,11 --steps 5 --repeats 1 --png /tmp/s.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+_RESULT = "SCALING_RESULT "
+SAMPLED_TOLERANCE = 0.25     # issue 32: sampled cost per step flat within 25%
+FULL_TOLERANCE = 0.50        # full-graph cost per edge flat within 50%
+
+
+def child(kind: str, log2: int, args) -> dict[str, Any]:
+    """One measurement in this process."""
+    import end_to_end
+    from gnnforge.train._cli import set_threads
+
+    set_threads(args.threads)
+    if kind == "sampled":
+        from _end_to_end_products import run_side
+
+        result = run_side("gnnforge", 2**log2, args.steps, {"OurSAGE": end_to_end.OurSAGE})
+        return {"ms_per_step": result["ms_per_step"], "peak_rss_mib": result["peak_rss_mib"],
+                "edges": result["edges"]}
+    from _end_to_end_products_gcn import run_gcn_side
+
+    result = run_gcn_side("gnnforge", 2**log2, args.repeats, {"OurGCN": end_to_end.OurGCN},
+                          hidden=args.hidden)
+    return {"step_s": result["step_s"], "infer_s": result["infer_s"],
+            "peak_rss_mib": result["peak_rss_mib"], "edges": result["edges"]}
+
+
+def measure(kind: str, log2: int, args) -> dict[str, Any] | str:
+    """The child's result, or why it failed."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, "--sizes",
+               str(log2), "--steps", str(args.steps), "--repeats", str(args.repeats),
+               "--hidden", str(args.hidden), "--threads", str(args.threads)]
+    run = subprocess.run(command, capture_output=True, text=True)
+    lines = [line for line in run.stdout.splitlines() if line.startswith(_RESULT)]
+    if run.returncode != 0 or not lines:
+        tail = (run.stderr.strip().splitlines() or ["no output"])[-1][:120]
+        return f"failed (exit {run.returncode}: {tail})"
+    return json.loads(lines[-1].removeprefix(_RESULT))
+
+
+def table(rows: list[dict[str, Any]], args) -> list[str]:
+    """Markdown rows; ratios against the smallest size that ran."""
+    lines = ["| nodes | edges | sampled s/100 steps | vs smallest | peak RSS sampled (MiB) "
+             f"| GCN 2x{args.hidden} step s (epoch) | ns/edge | vs smallest | inference s "
+             "| peak RSS full (MiB) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    base_step = next((r["sampled"]["ms_per_step"] for r in rows
+                      if isinstance(r["sampled"], dict)), None)
+    base_edge = next((r["full"]["step_s"] / r["full"]["edges"] for r in rows
+                      if isinstance(r["full"], dict)), None)
+    for row in rows:
+        sampled, full = row["sampled"], row["full"]
+        edges = next((part["edges"] for part in (sampled, full) if isinstance(part, dict)), 0)
+        cells = [f"2^{row['log2']} ({2**row['log2']:,})", f"{edges:,}"]
+        if isinstance(sampled, dict):
+            cells += [f"{sampled['ms_per_step'] / 10:.1f}",
+                      f"{sampled['ms_per_step'] / base_step:.2f}x",
+                      f"{sampled['peak_rss_mib']:,.0f}"]
+        else:
+            cells += [sampled, "n/a", "n/a"]
+        if isinstance(full, dict):
+            per_edge = full["step_s"] / full["edges"]
+            cells += [f"{full['step_s']:.2f}", f"{per_edge * 1e9:.1f}",
+                      f"{per_edge / base_edge:.2f}x", f"{full['infer_s']:.2f}",
+                      f"{full['peak_rss_mib']:,.0f}"]
+        else:
+            cells += [full, "n/a", "n/a", "n/a", "n/a"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def verdict(rows: list[dict[str, Any]]) -> str:
+    """Whether the curves stay within the issue's tolerances (max / min over the sizes)."""
+    steps = [r["sampled"]["ms_per_step"] for r in rows if isinstance(r["sampled"], dict)]
+    edges = [r["full"]["step_s"] / r["full"]["edges"] for r in rows
+             if isinstance(r["full"], dict)]
+    parts = []
+    if steps:
+        spread = max(steps) / min(steps) - 1
+        parts.append(f"sampled time per step: max/min = {1 + spread:.2f} "
+                     f"({'within' if spread <= SAMPLED_TOLERANCE else 'NOT within'} "
+                     f"{SAMPLED_TOLERANCE:.0%})")
+    if edges:
+        spread = max(edges) / min(edges) - 1
+        parts.append(f"full-graph time per edge: max/min = {1 + spread:.2f} "
+                     f"({'within' if spread <= FULL_TOLERANCE else 'NOT within'} "
+                     f"{FULL_TOLERANCE:.0%})")
+    return "; ".join(parts)
+
+
+def plot(rows: list[dict[str, Any]], path: str, hidden: int) -> None:
+    """Log-log: time per 100 sampled steps and per full-graph epoch against nodes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.5, 4.2))
+    for key, label, value in (
+            ("sampled", "sampled SAGE 3x256: s / 100 steps", lambda r: r["ms_per_step"] / 10),
+            ("full", f"full-graph GCN 2x{hidden}: s / epoch (training step)",
+             lambda r: r["step_s"])):
+        points = [(2**r["log2"], value(r[key])) for r in rows if isinstance(r[key], dict)]
+        if points:
+            axis.plot(*zip(*points), "o-", label=label)
+    full = [(2**r["log2"], r["full"]["step_s"]) for r in rows if isinstance(r["full"], dict)]
+    if full:  # the linear reference through the smallest full-graph point
+        first_nodes, first_time = full[0]
+        axis.plot([n for n, _ in full], [first_time * n / first_nodes for n, _ in full], ":",
+                  color="grey", label="linear in nodes (constant mean degree)")
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xlabel("nodes (synthetic-products, mean degree about 50)")
+    axis.set_ylabel("seconds")
+    axis.legend(fontsize=8)
+    axis.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="18,19,20,21,22,23", help="log2 of the node counts")
+    parser.add_argument("--steps", type=int, default=100, help="timed sampled steps per size")
+    parser.add_argument("--repeats", type=int, default=3, help="timed full-graph steps")
+    parser.add_argument("--hidden", type=int, default=64, help="full-graph GCN width")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--png", default=None, help="write the log-log plot here")
+    parser.add_argument("--child", choices=("sampled", "full"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    if args.child:
+        print(_RESULT + json.dumps(child(args.child, sizes[0], args)), flush=True)
+        return 0
+    from gnnforge.data import load_synthetic_products
+
+    print(f"synthetic-products at 2^{sizes[0]}..2^{sizes[-1]} nodes, {args.threads} "
+          f"thread(s); sampled: {args.steps} timed steps; full graph: median of "
+          f"{args.repeats}; each measurement in its own process")
+    rows = []
+    for log2 in sizes:
+        load_synthetic_products(2**log2)  # generated once (progress bar), outside the runs
+        rows.append({"log2": log2, "sampled": measure("sampled", log2, args),
+                     "full": measure("full", log2, args)})
+        print(f"  2^{log2} done", file=sys.stderr, flush=True)
+    print("\n".join(table(rows, args)))
+    print(verdict(rows))
+    if args.png:
+        plot(rows, args.png, args.hidden)
+        print(f"plot: {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""benchmarks/scaling.py: one small size end to end (both measurements, table, plot)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_scaling_prints_a_row_per_size_and_writes_the_plot(tmp_path):
+    png = tmp_path / "scaling.png"
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scaling.py"), "--sizes",
+                          "11", "--steps", "2", "--repeats", "1", "--png", str(png)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| 2^")]
+    assert len(rows) == 1 and "failed" not in rows[0]
+    cells = rows[0].split(" | ")
+    assert cells[0] == "| 2^11 (2,048)" and float(cells[2]) > 0 and cells[3] == "1.00x"
+    assert float(cells[5]) >= 0 and cells[7] == "1.00x"
+    assert "sampled time per step: max/min = 1.00" in out.stdout
+    assert png.stat().st_size > 1000
