@@ -442,7 +442,8 @@ class Graph:
         graph = self._replace(src=self.dst, dst=self.src)
         # CSC of the reverse is CSR of this graph, so share what is already computed.
         for (kind, dtype), value in self._cache.items():
-            graph._cache[("csc" if kind == "csr" else "csr", dtype)] = value
+            if kind in ("csr", "csc"):  # not the relation views, nor prepared structures
+                graph._cache[("csc" if kind == "csr" else "csr", dtype)] = value
         return graph
 
     def remove_self_loops(self) -> Graph:

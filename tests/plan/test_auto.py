@@ -287,11 +287,35 @@ def test_layers_share_one_prepared_graph_and_its_edge_normalisation():
     first.plan = second.plan = layer_candidates(first)[0]  # the precomputed Â
     x = torch.randn(graph.num_nodes, 8)
     second(graph, first(graph, x))
-    assert len(GRAPH_CACHE) == 1
-    ((_, structure),) = GRAPH_CACHE._entries.values()
+    assert len(GRAPH_CACHE) == 0  # a Graph keeps its prepared structure itself
+    (structure,) = [value for key, value in graph._cache.items() if key[0] == "prepared"]
     norm = structure.memo["edge_norm"]
     first(graph, x)  # another epoch: the same tensor, not recomputed
     assert structure.memo["edge_norm"] is norm
+
+
+def test_a_graph_and_its_prepared_structures_are_freed_together():
+    import gc
+    import weakref
+
+    graph = rmat(6, 300, seed=4)
+    conv = GCNConv(8, 8)
+    conv(graph, torch.randn(graph.num_nodes, 8))
+    structure = weakref.ref([value for key, value in graph._cache.items()
+                             if key[0] == "prepared"][0])
+    del graph
+    gc.collect()
+    assert structure() is None  # nothing global kept it (nor the graph it was built from)
+
+
+def test_other_graph_objects_use_the_lru():
+    class Duck:  # the kernel protocol without a cache dict of its own
+        pass
+
+    clear_cache()
+    duck = Duck()
+    assert GRAPH_CACHE.get(duck, "k", lambda: 1) == 1 and len(GRAPH_CACHE) == 1
+    assert GRAPH_CACHE.get(duck, "k", lambda: 2) == 1
     clear_cache()
     assert len(GRAPH_CACHE) == 0
 
