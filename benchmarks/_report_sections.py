@@ -76,7 +76,8 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/oversubscription.py",), on_page=False),
         Run("before_after", "Before and after the one-way layering (issue 34): layers and "
             "the default copy_u_sum path, one run",
-            ("benchmarks/before_after.py", "--before", "0a9e661", "--after", "cf57780")),
+            ("benchmarks/before_after.py", "--before", "0a9e661", "--after", "cf57780"),
+            on_page=False),
     )),
     Section("packing", "Tuple packing", (
         Run("report", "Efficiency at the dataset-maximum limits (the paper's Table 2 "
@@ -154,6 +155,8 @@ SECTIONS: tuple[Section, ...] = (
         Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
             "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
                         "--products-steps", "3"), peer=True),
+        Run("scaling", "Cost growth from 2^18 to 2^23 nodes (synthetic-products, gnnforge)",
+            ("benchmarks/scaling.py", "--png", "docs/scaling.png")),
     )),
     Section("parsing", "Dataset parsing", (
         Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",
