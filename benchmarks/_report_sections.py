@@ -74,6 +74,8 @@ SECTIONS: tuple[Section, ...] = (
             peer=True),
         Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
             ("benchmarks/oversubscription.py",), on_page=False),
+        Run("tuner_isa", "The tuner's sum/mean classes at F >= 32: SSE2 vs AVX2 (vs AVX-512) builds",
+            ("benchmarks/tuner_isa.py",), on_page=False),
         Run("before_after", "Before and after the one-way layering (issue 34): layers and "
             "the default copy_u_sum path, one run",
             ("benchmarks/before_after.py", "--before", "0a9e661", "--after", "cf57780"),
