@@ -9,8 +9,8 @@ its peak RSS (the process's own high-water mark, `gnnforge.train._resources.peak
 getrusage's ru_maxrss would start at the parent's RSS) is its own:
 
   gnnforge  the memory-mapped CSR as `InEdges` (int32, nothing copied), `NeighborSampler`,
-            `NodeSeeds`, features gathered per batch with index_select from the mapped
-            [N, 100] file (what `gnnforge train --dataset synthetic-products` does).
+            `NodeSeeds`, features gathered per batch with `ops.gather_rows` from the
+            mapped [N, 100] file (what `gnnforge train --dataset synthetic-products` does).
   DGL       examples/pytorch/graphsage/node_classification.py: a CSC-only int64 DGL graph
             built from the CSR (DGL needs it in memory), x and y as ndata,
             NeighborSampler(fanouts, prefetch_node_feats, prefetch_labels) +
@@ -123,6 +123,7 @@ def run_side(side: str, nodes: int, steps: int, models: dict[str, Any]) -> dict[
 
 
 def _ours(data, model, steps, test):
+    from gnnforge.ops import gather_rows
     from gnnforge.sampling import InEdges, NeighborSampler, NodeSeeds
 
     edges = InEdges(data.rowptr, data.col, data.col[:0], data.num_nodes)  # eids: CSR order
@@ -137,7 +138,7 @@ def _ours(data, model, steps, test):
 
     def forward(item):
         blocks, batch = item
-        return model(blocks, data.x.index_select(0, blocks[0].src_nodes)), data.y[batch]
+        return model(blocks, gather_rows(data.x, blocks[0].src_nodes)), data.y[batch]
 
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     seconds = timed_steps(_forever(epoch), _train_step(model, optimizer, forward), steps)

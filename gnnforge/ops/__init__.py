@@ -15,6 +15,7 @@ from gnnforge.ops._auto_kernels import tune
 from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
 from gnnforge.ops._dispatch import BACKENDS, use_backend
 from gnnforge.ops._edge_softmax import edge_softmax
+from gnnforge.ops._gather_rows import gather_rows
 from gnnforge.ops._generic import gsddmm, gspmm
 from gnnforge.ops._shortcuts import (
     copy_e_max,
@@ -72,6 +73,7 @@ __all__ = [
     "e_sub_v",
     "edge_softmax",
     "empty_cache",
+    "gather_rows",
     "gsddmm",
     "gspmm",
     "kernel_choices",

@@ -63,6 +63,7 @@ class CandidateKernels(Protocol):
     def fixed_sddmm(self, name: str) -> Callable: ...
     def fixed_mean_grad(self, name: str) -> Callable: ...
     def fixed_extreme_grad(self, name: str) -> Callable: ...
+    def fixed_gather(self, name: str) -> Callable: ...
 
 
 def _features(rows: int, kernel_class: KernelClass) -> Tensor:
@@ -100,6 +101,9 @@ def runner(name: str, kernel_class: KernelClass,
         arg = arg.to(rowptr.dtype)
         kernel = kernels.fixed_extreme_grad(name)
         return lambda: kernel(colptr, row, arg, grad, nodes)
+    if primitive == "gather_rows":  # the in-edge sources as rows to gather, in edge order
+        features, kernel = _features(nodes, kernel_class), kernels.fixed_gather(name)
+        return lambda: kernel(features, col)
     if primitive.startswith("sddmm_"):
         return _sddmm_runner(kernels.fixed_sddmm(name), kernel_class, col,
                              _destinations(rowptr))

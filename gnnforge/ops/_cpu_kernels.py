@@ -17,16 +17,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 
 from gnnforge.ops import _cpu, _mkl, _native, _native_binary, _native_build
 from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad_cpu
 from gnnforge.ops._kernel_class import KernelClass
 
-__all__ = ["candidates", "fixed_extreme_grad", "fixed_mean_grad", "fixed_sddmm", "fixed_spmm",
-           "native_variants"]
+__all__ = ["candidates", "fixed_extreme_grad", "fixed_gather", "fixed_mean_grad", "fixed_sddmm",
+           "fixed_spmm", "native_variants"]
 
 _ISA_ORDER = _native_build.ISA_ORDER
+GATHER = "gather_rows"  # the kernel class primitive of `fixed_gather`
 
 
 def _variant(name: str) -> str | None:
@@ -116,8 +118,26 @@ def native_variants() -> list[str]:
     return [name for name in names if _native_build.load(name) is not None]
 
 
+@functools.lru_cache(maxsize=None)
+def fixed_gather(name: str) -> Callable[[Tensor, Tensor], Tensor]:
+    """x[index] for 2-D contiguous x and 1-D index, by backend `name`: 'torch'
+    (index_select) or a native build's copy-sum over one in-edge per row (the same values:
+    whole vectors are loaded and multiplied by 1; the scalar tail of a width that is not
+    a whole number of vectors adds to 0, so a -0.0 there comes back as +0.0)."""
+    if name == "torch":
+        return lambda x, index: x.index_select(0, index)
+    kernel = fixed_spmm(name)
+
+    def gather(x: Tensor, index: Tensor) -> Tensor:
+        rowptr = torch.arange(index.shape[0] + 1, dtype=index.dtype)
+        return kernel(rowptr, index, index, x, None, "copy_lhs", "sum", False)[0]
+    return gather
+
+
 def candidates(kernel_class: KernelClass) -> list[str]:
     """Backend names that can run `kernel_class`, e.g. ['native:sse2', 'numba', 'mkl']."""
+    if kernel_class.primitive == GATHER:  # copies of the values: the native builds and torch
+        return [f"native:{name}" for name in native_variants()] + ["torch"]
     names = []
     if _native.supports(kernel_class.primitive, kernel_class.reduce):
         names += [f"native:{name}" for name in native_variants()]

@@ -16,6 +16,7 @@ import numpy as np
 from torch import Tensor
 
 from gnnforge.graph import Graph
+from gnnforge.ops import gather_rows
 from gnnforge.train._config import TrainConfig
 
 __all__ = ["SampledBatches", "step_key"]
@@ -96,8 +97,9 @@ class SampledBatches:
         the feature cache when enabled."""
         if self.store is not None:
             return self.store.fetch(input_nodes)
-        # index_select: on one thread several times faster than x[input_nodes].
-        return x.index_select(0, input_nodes) if isinstance(x, Tensor) else x.rows(input_nodes)
+        # gather_rows: index_select (on one thread several times faster than x[input_nodes])
+        # or the prefetching native copy, whichever measured faster for this class.
+        return gather_rows(x, input_nodes) if isinstance(x, Tensor) else x.rows(input_nodes)
 
     def epoch_stats(self) -> dict[str, float]:
         stats = {"sampled_edges_per_batch": self._edges / max(self._batches, 1)}
