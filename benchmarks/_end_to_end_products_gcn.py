@@ -18,7 +18,8 @@ copied). Measured per side, in its own child process (so its peak RSS is its own
 How each side holds the graph (the CSR by destination is read from the memory maps):
 
   gnnforge  `Graph` (int64 COO), `gnnforge.nn.GCNConv` (loops replaced by one per node,
-            PyG's gcn_norm, the planner picks the association per layer).
+            PyG's gcn_norm), the association per layer chosen before timing by
+            `gnnforge.plan.optimize(..., caution=0)` (the cost models' prediction).
   DGL       examples/pytorch/gcn: `dgl.graph((src, dst))`, `dgl.remove_self_loop`,
             `dgl.add_self_loop`, every sparse format built before timing,
             `GraphConv(norm='both')` (it aggregates first when in < out, like gnnforge).
@@ -82,7 +83,14 @@ def _side_inputs(side: str, data, reference, models: dict[str, Any], hidden: int
     if side == "gnnforge":
         from gnnforge.graph import Graph
 
+        from gnnforge.plan import optimize
+
         graph = Graph._trusted(src, dst, data.num_nodes)  # generated ids: in range
+        # Plans chosen by the cost models' prediction before the first step, not raced (a
+        # race here is several full-graph steps of the slower plans), the predicted
+        # cheapest taken without a caution margin: at 2^16 nodes that is what the race
+        # picks, (Â X) W for the 100 -> 256 layer and Â (X W) for 256 -> 47.
+        optimize(reference, graph, training=True, caution=0.0)
         return reference, graph, lambda model, g, x: model(g, x)
     if side == "DGL":
         from _end_to_end_dgl import DglGCN, gcn_graph
@@ -142,7 +150,8 @@ def run_gcn_side(side: str, nodes: int, repeats: int, models: dict[str, Any],
 
 def gcn_header(data, args) -> str:
     return (f"synthetic-products: {data.num_nodes:,} nodes, {data.num_edges:,} directed "
-            f"edges; full-graph GCN 2x{HIDDEN}, median of {args.products_steps} after one, "
+            f"edges; full-graph GCN 2x{HIDDEN}, median of {args.products_steps} after one "
+            "(a step: forward, backward, Adam), "
             "each side in its own process\n"
             "| side | training step (s) | inference (s) | peak RSS (MiB) | peak RSS / data "
             "| RSS after imports (MiB) | test acc after 1 step | note |\n"

@@ -159,7 +159,7 @@ SECTIONS: tuple[Section, ...] = (
              "2"), peer=True, on_page=False),
         Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
             "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
-                        "--products-steps", "3"), peer=True),
+                        "--products-steps", "1"), peer=True),
         Run("scaling", "Cost growth from 2^18 to 2^23 nodes (synthetic-products, gnnforge)",
             ("benchmarks/scaling.py", "--png", "docs/scaling.png")),
     )),
