@@ -64,7 +64,7 @@ SECTIONS: tuple[Section, ...] = (
              "grid_shuffled,grid_rowmajor,uniform,github,slashdot,luxembourg_osm"), peer=True,
             on_page=False),
         Run("selection", "Kernel selection: the default path vs every candidate vs DGL",
-            ("benchmarks/kernel_selection.py", "--restrictions"), peer=True),
+            ("benchmarks/kernel_selection.py", "--restrictions"), peer=True, on_page=False),
         Run("binary", "Binary-reduce, SDDMM and edge softmax grid vs DGL",
             ("benchmarks/binary.py", "--repeats", "5"), peer=True),
         Run("layers", "GCN / GAT / SAGE layers vs DGL and PyG, same weights",
