@@ -39,11 +39,12 @@ constexpr int64_t kTileBytes = 16 * 1024;
 
 // out[v, c0:c0+NV*L] (+)= sum of x[index[j], same] (times weight[index[j]] when kW) for
 // j in [begin, end), in B-byte vectors; rows index[j + distance] are prefetched while
-// j + distance < limit. With 32-byte vectors the limit is the row's end: running ahead
-// across rows (limit = the chunk's last edge) was measured slower at F=256 (Pubmed
-// 4.90 -> 5.31 ms, R-MAT 117 -> 124 ms, one thread). With 64-byte vectors and a whole
-// row per block it is the chunk's end, as for max/min: kernel alone, two threads, F=256,
-// uniform 105 -> 99 ms, Pubmed 1.77 -> 1.56 ms, GitHub 12.1 -> 10.6 ms (docs/kernels.md).
+// j + distance < limit. On the general (multi-block, 32-byte) path the limit is the row's
+// end: running ahead across rows (limit = the chunk's last edge) was measured slower at
+// F=256 (Pubmed 4.90 -> 5.31 ms, R-MAT 117 -> 124 ms, one thread). Where a whole row is
+// one register block (sum_rows_exact) it is the chunk's end, as for max/min: kernel
+// alone, two threads, F=256 on 64-byte vectors uniform 105 -> 99 ms, Pubmed 1.77 -> 1.56
+// ms; F=16-64 on 32-byte vectors (AVX2 and SSE2 builds) 1.02-1.68x (docs/kernels.md).
 // The first in-edge initialises the accumulators, and the block is always inlined: the
 // out-of-line version zeroed and spilled its accumulators through the stack once per
 // call, which for Pubmed's 4.5 in-edges a row was a third of the kernel's time.
@@ -131,19 +132,24 @@ void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t w
     sum_tail<T, I, kW, B>(index, begin, end, x, width, c0, out_row, accumulate, scale, weight);
 }
 
-// Rows [first, last) when the width is exactly NV vectors: the block dispatch is hoisted
-// out of the row loop, which matters for low-degree graphs (Pubmed: 4.5 in-edges a row).
+// Rows [first, last) when the width is exactly NV vectors (the narrow rows: F = 8-64
+// float32 on 32-byte vectors, 16-256 on 64-byte ones): the block dispatch is hoisted out
+// of the row loop, which matters for low-degree graphs (Pubmed: 4.5 in-edges a row), and
+// the prefetch runs along the chunk's in-edge stream across rows, so the first edges of
+// each row are in flight before the row starts (within a row, a row of fewer in-edges
+// than the prefetch distance was never prefetched). A shape that runs two rows'
+// in-edge loops interleaved was measured and not kept: 0.71-0.97x on R-MAT and
+// 0.94-1.07x on Pubmed against this one (docs/kernels.md).
 template <class T, class I, int NV, bool kW, int B>
 void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t first,
                     int64_t last, bool mean, bool streaming, const T* weight) {
   constexpr int64_t width = NV * Vec<T, B>::size;
-  // 64-byte vectors: the prefetch runs ahead across rows, to the chunk's end (see sum_block).
   const int64_t chunk_end = ptr[last];
   for (int64_t v = first; v < last; ++v) {
     const int64_t begin = ptr[v], end = ptr[v + 1];
     const T scale = mean && end > begin ? T(1) / T(end - begin) : T(1);
     sum_block<T, I, NV, kW, B>(index, begin, end, x, width, 0, out + v * width, false,
-                               B == 64 ? chunk_end : end, scale, streaming, weight);
+                               chunk_end, scale, streaming, weight);
   }
 }
 
