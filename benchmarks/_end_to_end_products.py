@@ -105,8 +105,9 @@ def run_side(side: str, nodes: int, steps: int, models: dict[str, Any]) -> dict[
     torch.manual_seed(0)
     ours = models["OurSAGE"](data.x.shape[1], HIDDEN, classes)
     test = eval_nodes(data.test)
+    work = None  # the sampled work per step, measured on our side (scaling.py)
     if side == "gnnforge":
-        seconds, (correct, total) = _ours(data, ours, steps, test)
+        seconds, (correct, total), work = _ours(data, ours, steps, test)
     elif side == "DGL":
         from _end_to_end_dgl import DglSAGE
 
@@ -117,6 +118,7 @@ def run_side(side: str, nodes: int, steps: int, models: dict[str, Any]) -> dict[
         seconds, (correct, total) = _pyg(data, theirs, steps, test,
                                          models["pyg_loader_forward"])
     return {"side": side, "ms_per_step": seconds * 1e3, "seeds_per_s": BATCH / seconds,
+            "work": work,
             "peak_rss_mib": peak_rss_mib(), "baseline_rss_mib": baseline,
             "accuracy": correct / max(total, 1), "eval_nodes": total,
             "nodes": data.num_nodes, "edges": data.num_edges}
@@ -131,10 +133,14 @@ def _ours(data, model, steps, test):
     seeds = NodeSeeds(data.train, BATCH, seed=0)
     generator = torch.Generator().manual_seed(0)
 
+    work = []  # per step: (input nodes, sampled edges), for scaling.py
+
     def epoch(number: int):
         seeds.set_epoch(number)
         for batch in seeds:
-            yield sampler.sample(edges, batch, generator=generator), batch
+            blocks = sampler.sample(edges, batch, generator=generator)
+            work.append((blocks[0].num_src_nodes, sum(block.num_edges for block in blocks)))
+            yield blocks, batch
 
     def forward(item):
         blocks, batch = item
@@ -145,7 +151,16 @@ def _ours(data, model, steps, test):
     evaluation = torch.Generator().manual_seed(1)
     batches = ((sampler.sample(edges, batch, generator=evaluation), batch)
                for batch in test.split(BATCH))
-    return seconds, _accuracy(model, batches, forward)
+    return seconds, _accuracy(model, batches, forward), _mean_work(work[WARMUP_STEPS:])
+
+
+def _mean_work(work: list[tuple[int, int]]) -> dict[str, float]:
+    """Mean sampled work of the timed steps: unique input nodes (rows gathered) and
+    sampled edges (all layers). The fanouts bound them, but below the bound they grow
+    with the graph: fewer sampled neighbours coincide in a larger graph."""
+    columns = list(zip(*work)) or [(0,), (0,)]
+    names = ("input_nodes", "sampled_edges")
+    return {name: sum(values) / len(values) for name, values in zip(names, columns)}
 
 
 def _dgl(dgl, data, model, steps, test):

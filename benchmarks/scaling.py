@@ -6,8 +6,11 @@ size, each measurement in its own child process (its peak RSS is its own):
   sampled     GraphSAGE-mean 3x256, fanouts [15, 10, 5], batch 1024, Adam: seconds per
               100 optimiser steps (sampling, feature gather, forward, backward, update;
               the mean over --steps steps after 3 untimed), end_to_end.py --products'
-              gnnforge side. Work per step is bounded by the fanouts, so the ideal curve
-              is flat; what grows is the share of gathered rows that miss the caches.
+              gnnforge side. Work per step is bounded by the fanouts, but below that
+              bound it grows with the graph (fewer sampled neighbours coincide: on
+              2^16 nodes a step gathers about 59k input rows over 425k sampled edges,
+              on 2.45M nodes 581k rows over 941k edges), so the table also gives the
+              sampled work per step and the time per 1,000 sampled edges.
   full graph  GCN 2 layers, hidden --hidden (default 64: at 256 a 2^23-node training
               step needs more than this machine's 24 GiB), one training step over the
               whole graph = one epoch (median of --repeats after untimed ones while the
@@ -48,7 +51,7 @@ def child(kind: str, log2: int, args) -> dict[str, Any]:
 
         result = run_side("gnnforge", 2**log2, args.steps, {"OurSAGE": end_to_end.OurSAGE})
         return {"ms_per_step": result["ms_per_step"], "peak_rss_mib": result["peak_rss_mib"],
-                "edges": result["edges"]}
+                "edges": result["edges"], "work": result["work"]}
     from _end_to_end_products_gcn import run_gcn_side
 
     result = run_gcn_side("gnnforge", 2**log2, args.repeats, {"OurGCN": end_to_end.OurGCN},
@@ -72,11 +75,16 @@ def measure(kind: str, log2: int, args) -> dict[str, Any] | str:
 
 def table(rows: list[dict[str, Any]], args) -> list[str]:
     """Markdown rows; ratios against the smallest size that ran."""
-    lines = ["| nodes | edges | sampled s/100 steps | vs smallest | peak RSS sampled (MiB) "
+    lines = ["| nodes | edges | sampled s/100 steps | vs smallest | input nodes / step "
+             "| sampled edges / step | us per 1k sampled edges | vs smallest "
+             "| peak RSS sampled (MiB) "
              f"| GCN 2x{args.hidden} step s (epoch) | ns/edge | vs smallest | inference s "
              "| peak RSS full (MiB) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+             "| --- |"]
     base_step = next((r["sampled"]["ms_per_step"] for r in rows
+                      if isinstance(r["sampled"], dict)), None)
+    base_work = next((_per_sampled_edge(r["sampled"]) for r in rows
                       if isinstance(r["sampled"], dict)), None)
     base_edge = next((r["full"]["step_s"] / r["full"]["edges"] for r in rows
                       if isinstance(r["full"], dict)), None)
@@ -85,11 +93,14 @@ def table(rows: list[dict[str, Any]], args) -> list[str]:
         edges = next((part["edges"] for part in (sampled, full) if isinstance(part, dict)), 0)
         cells = [f"2^{row['log2']} ({2**row['log2']:,})", f"{edges:,}"]
         if isinstance(sampled, dict):
+            work, per_edge = sampled["work"], _per_sampled_edge(sampled)
             cells += [f"{sampled['ms_per_step'] / 10:.1f}",
                       f"{sampled['ms_per_step'] / base_step:.2f}x",
+                      f"{work['input_nodes']:,.0f}", f"{work['sampled_edges']:,.0f}",
+                      f"{per_edge * 1e3:.1f}", f"{per_edge / base_work:.2f}x",
                       f"{sampled['peak_rss_mib']:,.0f}"]
         else:
-            cells += [sampled, "n/a", "n/a"]
+            cells += [sampled] + ["n/a"] * 6
         if isinstance(full, dict):
             per_edge = full["step_s"] / full["edges"]
             cells += [f"{full['step_s']:.2f}", f"{per_edge * 1e9:.1f}",
@@ -99,6 +110,11 @@ def table(rows: list[dict[str, Any]], args) -> list[str]:
             cells += [full, "n/a", "n/a", "n/a", "n/a"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _per_sampled_edge(sampled: dict[str, Any]) -> float:
+    """Milliseconds of a sampled step per 1,000 sampled edges (the step's work)."""
+    return sampled["ms_per_step"] / max(sampled["work"]["sampled_edges"], 1) * 1e3
 
 
 def verdict(rows: list[dict[str, Any]]) -> str:
@@ -112,6 +128,13 @@ def verdict(rows: list[dict[str, Any]]) -> str:
         parts.append(f"sampled time per step: max/min = {1 + spread:.2f} "
                      f"({'within' if spread <= SAMPLED_TOLERANCE else 'NOT within'} "
                      f"{SAMPLED_TOLERANCE:.0%})")
+        per_edge = [_per_sampled_edge(r["sampled"]) for r in rows
+                    if isinstance(r["sampled"], dict)]
+        work = [r["sampled"]["work"]["sampled_edges"] for r in rows
+                if isinstance(r["sampled"], dict)]
+        parts.append(f"sampled edges per step: max/min = {max(work) / min(work):.2f}; "
+                     f"sampled time per sampled edge: max/min = "
+                     f"{max(per_edge) / min(per_edge):.2f}")
     if edges:
         spread = max(edges) / min(edges) - 1
         parts.append(f"full-graph time per edge: max/min = {1 + spread:.2f} "

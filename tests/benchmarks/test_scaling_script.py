@@ -21,6 +21,10 @@ def test_scaling_prints_a_row_per_size_and_writes_the_plot(tmp_path):
     assert len(rows) == 1 and "failed" not in rows[0]
     cells = rows[0].split(" | ")
     assert cells[0] == "| 2^11 (2,048)" and float(cells[2]) > 0 and cells[3] == "1.00x"
-    assert float(cells[5]) >= 0 and cells[7] == "1.00x"
+    input_nodes, sampled_edges = (int(cell.replace(",", "")) for cell in cells[4:6])
+    assert 0 < input_nodes <= 2048 and sampled_edges > 0
+    assert float(cells[6]) > 0 and cells[7] == "1.00x"         # time per 1k sampled edges
+    assert float(cells[10]) >= 0 and cells[11] == "1.00x"      # full graph, per edge
     assert "sampled time per step: max/min = 1.00" in out.stdout
+    assert "sampled time per sampled edge: max/min = 1.00" in out.stdout
     assert png.stat().st_size > 1000
