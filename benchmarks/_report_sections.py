@@ -68,9 +68,10 @@ SECTIONS: tuple[Section, ...] = (
         Run("binary", "Binary-reduce, SDDMM and edge softmax grid vs DGL",
             ("benchmarks/binary.py", "--repeats", "5"), peer=True),
         Run("layers", "GCN / GAT / SAGE layers vs DGL and PyG, same weights",
-            ("benchmarks/layers.py",), peer=True),
+            ("benchmarks/layers.py", "--repeats", "15", "--min-seconds", "2.0"), peer=True),
         Run("layers_avx2", "The same with both sides restricted to AVX2 (DGL: "
-            "LIBXSMM_TARGET=hsw)", ("benchmarks/layers.py", "--restriction", "avx2"),
+            "LIBXSMM_TARGET=hsw)", ("benchmarks/layers.py", "--restriction", "avx2", "--repeats",
+                                    "15", "--min-seconds", "2.0"),
             peer=True),
         Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
             ("benchmarks/oversubscription.py",), on_page=False),
