@@ -47,7 +47,7 @@ def measure(name: str, seeds: int) -> dict[str, Any]:
     from gnnforge.train._config import load_config
     from gnnforge.train._engine import fit
     from gnnforge.train._recipes import load_recipe
-    from gnnforge.train._seeds import recipe_line, run_seeds, summarize
+    from gnnforge.train._seeds import outcome, recipe_line, run_seeds
 
     recipe = load_recipe(name)
     config = load_config({"progress": False, "out_dir": f"runs/recipes/{name}"}, recipe.path)
@@ -57,11 +57,23 @@ def measure(name: str, seeds: int) -> dict[str, Any]:
         warnings.simplefilter("always")
         runs = run_seeds(config, seeds, build_task, fit,
                          printer=lambda line: print(f"{name}: {line}", flush=True))
-    mean, std = summarize(runs)
-    print(recipe_line(name, runs, recipe.published_text()), flush=True)
-    return {"mean": mean, "std": std, "seeds": [run.seed for run in runs],
-            "values": [run.value for run in runs],
+    result = outcome(config, runs)
+    for line in result.lines(config.epochs):
+        print(f"{name}: {line}", flush=True)
+    print(recipe_line(name, runs, recipe.published_text(), result), flush=True)
+    selection: dict[str, Any] = {"selection": result.selection}
+    if result.chosen is not None:
+        # The reported values are at the chosen epoch; the last epoch's beside them.
+        selection.update({"chosen_epoch": result.chosen.epoch, "epochs": config.epochs,
+                          "last_epoch_mean": result.last.mean,
+                          "last_epoch_std": result.last.std,
+                          "last_epoch_values": list(result.last.values)})
+    return {"mean": result.mean, "std": result.std, "seeds": [run.seed for run in runs],
+            "values": [run.value for run in runs] if result.chosen is None
+            else list(result.chosen.values),
+            **selection,
             "seconds_per_run": sum(run.seconds for run in runs) / len(runs),
+            "seconds_total": sum(run.seconds for run in runs),
             "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
             "threads": config.threads, "cpus": os.cpu_count(), "machine": platform.machine(),
             "commit": _commit(), "date": datetime.date.today().isoformat(),
