@@ -8,7 +8,13 @@ it renders docs/recipes.md from that file: every recipe is a row, and a recipe t
 never run says "not run yet", so the page never shows a number nobody measured.
 
     python benchmarks/recipes.py --recipes gcn-cora,gcn-citeseer --seeds 10
+    python benchmarks/recipes.py --recipes gin-mutag --seeds 10 --jobs 2
     python benchmarks/recipes.py --render-only      # rewrite docs/recipes.md only
+
+`--jobs J` runs J seeds at a time, each in its own process (one thread each, as
+`gnnforge train`), for recipes whose seeds take minutes; every seed's result is the same
+as in one process (each seed is its own deterministic run), and the time per run is then
+measured with J runs sharing the machine.
 
 Time per run is wall-clock seconds of one seed (data loading, planning, training and the
 test evaluation) on the machine that ran it, with the load average noted beside it: the
@@ -41,22 +47,50 @@ def _commit() -> str:
         return "unknown"
 
 
-def measure(name: str, seeds: int) -> dict[str, Any]:
-    """Run recipe `name` for `seeds` seeds; its entry for the store."""
-    from gnnforge.train._cli import build_task, set_threads
+def _config(name: str):
     from gnnforge.train._config import load_config
-    from gnnforge.train._engine import fit
     from gnnforge.train._recipes import load_recipe
-    from gnnforge.train._seeds import outcome, recipe_line, run_seeds
 
     recipe = load_recipe(name)
-    config = load_config({"progress": False, "out_dir": f"runs/recipes/{name}"}, recipe.path)
+    return recipe, load_config({"progress": False, "out_dir": f"runs/recipes/{name}"},
+                               recipe.path)
+
+
+def _run(name: str, offset: int, count: int) -> tuple[list[Any], list[str]]:
+    """Seeds SEED + offset .. + count - 1 of recipe `name`: (SeedRun list, warnings)."""
+    from dataclasses import replace
+
+    from gnnforge.train._cli import build_task, set_threads
+    from gnnforge.train._engine import fit
+    from gnnforge.train._seeds import run_seeds
+
+    _, config = _config(name)
     set_threads(config.threads)
-    load_before = os.getloadavg()[0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        runs = run_seeds(config, seeds, build_task, fit,
+        runs = run_seeds(replace(config, seed=config.seed + offset), count, build_task, fit,
                          printer=lambda line: print(f"{name}: {line}", flush=True))
+    return runs, [str(w.message) for w in caught]
+
+
+def measure(name: str, seeds: int, jobs: int = 1) -> dict[str, Any]:
+    """Run recipe `name` for `seeds` seeds, `jobs` at a time; its entry for the store."""
+    from gnnforge.train._seeds import outcome, recipe_line
+
+    recipe, config = _config(name)
+    load_before = os.getloadavg()[0]
+    if jobs <= 1:
+        runs, caught = _run(name, 0, seeds)
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        # spawn: a fresh interpreter per worker (no forked torch thread pools).
+        with concurrent.futures.ProcessPoolExecutor(
+                jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            parts = list(pool.map(_run, [name] * seeds, range(seeds), [1] * seeds))
+        runs = [run for part, _ in parts for run in part]
+        caught = [message for _, messages in parts for message in messages]
     result = outcome(config, runs)
     for line in result.lines(config.epochs):
         print(f"{name}: {line}", flush=True)
@@ -75,9 +109,10 @@ def measure(name: str, seeds: int) -> dict[str, Any]:
             "seconds_per_run": sum(run.seconds for run in runs) / len(runs),
             "seconds_total": sum(run.seconds for run in runs),
             "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+            "jobs": max(jobs, 1),
             "threads": config.threads, "cpus": os.cpu_count(), "machine": platform.machine(),
             "commit": _commit(), "date": datetime.date.today().isoformat(),
-            "warnings": sorted({str(w.message) for w in caught})}
+            "warnings": sorted(set(caught))}
 
 
 def _cell(entry: dict[str, Any] | None) -> tuple[str, str]:
@@ -89,8 +124,10 @@ def _cell(entry: dict[str, Any] | None) -> tuple[str, str]:
         # Both numbers: the paper's (epoch chosen on the test folds) and the last epoch's.
         count += (f"; fold-mean epoch {entry['chosen_epoch']} of {entry['epochs']}; last "
                   f"epoch {entry['last_epoch_mean']:.2f} ± {entry['last_epoch_std']:.2f}")
+    jobs = entry.get("jobs", 1)
+    together = f", {jobs} seeds at a time" if jobs > 1 else ""
     return (f"{entry['mean']:.2f} ± {entry['std']:.2f} ({count})",
-            f"{entry['seconds_per_run']:.1f} s (load {load})")
+            f"{entry['seconds_per_run']:.1f} s (load {load}{together})")
 
 
 def render(store: dict[str, Any]) -> str:
@@ -244,12 +281,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recipes", default="gcn-cora,gcn-citeseer,gat-cora,gat-citeseer",
                         help="comma-separated recipe names to run")
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="seeds run at a time, each in its own process (default 1)")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite docs/recipes.md from docs/recipes.json, run nothing")
     args = parser.parse_args(argv)
+    if args.jobs < 1 or args.seeds < 1:
+        parser.error(f"--jobs and --seeds must be >= 1, got --jobs {args.jobs} --seeds "
+                     f"{args.seeds}")
     if not args.render_only:
         for name in filter(None, (n.strip() for n in args.recipes.split(","))):
-            entry = measure(name, args.seeds)
+            entry = measure(name, args.seeds, args.jobs)
             # Re-read before writing: two runs of this script (other recipes) may share
             # the store; each adds its own entries to what is there now.
             store = _load_store()
