@@ -417,7 +417,7 @@ def _finish_epoch(config, task, model, progress, history) -> dict[str, Any]:
            **metrics, **task.epoch_stats(),
            "train_seconds": progress.seconds,
            f"{task.items}_per_s": progress.items / max(progress.seconds, 1e-9),
-           **({"lr": optimizer_lr(config, progress.epoch)} if config.lr_step_epochs else {})}
+           **({"lr": _epoch_lr(config, progress.epoch)} if config.lr_step_epochs else {})}
     history.append(row)
     if fold_mean:  # the weights tested at the end are the last epoch's
         progress.best, progress.best_epoch = None, progress.epoch
@@ -434,7 +434,7 @@ def _finish_epoch(config, task, model, progress, history) -> dict[str, Any]:
     return row
 
 
-def optimizer_lr(config: TrainConfig, epoch: int) -> float:
+def _epoch_lr(config: TrainConfig, epoch: int) -> float:
     """The learning rate of 0-based `epoch` (--lr, --lr-step-epochs, --lr-gamma)."""
     return step_lr(config.lr, epoch, config.lr_step_epochs, config.lr_gamma)
 
