@@ -5,6 +5,7 @@ from gnnforge.nn._gatv2_conv import GATv2Conv
 from gnnforge.nn._gated_graph_conv import GatedGraphConv
 from gnnforge.nn._gcn_conv import GCNConv
 from gnnforge.nn._ggnn_conv import GGNNConv
+from gnnforge.nn._gin_classifier import GINClassifier
 from gnnforge.nn._gin_conv import GINConv, GINEConv
 from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
 from gnnforge.nn._molecule_gin import FeatureEncoder, MoleculeGIN
@@ -23,6 +24,7 @@ __all__ = [
     "GatedGraphConv",
     "GCNConv",
     "GGNNConv",
+    "GINClassifier",
     "GINConv",
     "GINEConv",
     "MaskedBatchNorm1d",

@@ -41,6 +41,19 @@ _HELP = {
     "pool": "graph task: readout, sum or mean",
     "folds": "graph task: K-fold cross-validation, stratified; the seed picks the fold "
              "(test: seed mod K, validation: the next fold; 0: a seeded 80/10/10 split)",
+    "graph_model": "graph task: molecule-gin (OGB's GIN over embedded integer features) or "
+                   "gin-0 (Xu et al.'s GIN-0: one-hot node labels, eps 0, every layer's "
+                   "readout summed; --dropout acts on its scores)",
+    "steps_per_epoch": "graph task: N steps per epoch, each on --batch-graphs training graphs "
+                       "drawn at random, unpadded (Xu et al.'s iterations per epoch; 0: one "
+                       "pass over the training graphs in packed batches)",
+    "lr_step_epochs": "multiply the learning rate by --lr-gamma every N epochs (StepLR; 0: "
+                      "constant)",
+    "lr_gamma": "the factor --lr-step-epochs applies",
+    "selection": "which epoch is reported: val (the best validation epoch's weights) or "
+                 "fold-mean (--folds K --seeds K: every epoch is tested, the validation fold "
+                 "trains, and the epoch with the best test accuracy averaged over the folds "
+                 "is reported beside the last epoch's; Xu et al.'s protocol, optimistic)",
     "mode": f"node task: {' or '.join(NODE_MODES)}-graph training (link: sampled only)",
     "model": "node and link tasks: sage or gcn layers (node task also gat)",
     "sampler": f"node (--mode sampled) and link tasks: {' or '.join(SAMPLERS)} "
@@ -294,6 +307,10 @@ def run(args: argparse.Namespace) -> int:
         if config.task != "varmisuse":
             check_out_dir(config.out_dir)  # fail now, not after the first epoch
         set_threads(config.threads)
+        if config.selection == "fold-mean" and recipe is None and args.seeds is None:
+            raise ConfigError("--selection fold-mean picks one epoch for several folds "
+                              "together: run the folds with --seeds K (K = --folds "
+                              f"{config.folds} for every fold once)")
         if recipe is not None or args.seeds is not None:
             from gnnforge.train._seeds import run_seeds_command
 

@@ -33,6 +33,12 @@ SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
 COOPERATE = ("all", "local")
+# The graph task's model: gnnforge's OGB-style GIN or Xu et al.'s GIN-0 (GINClassifier).
+GRAPH_MODELS = ("molecule-gin", "gin-0")
+# Which epoch's test accuracy a run reports: 'val' (the epoch with the best validation
+# metric) or 'fold-mean' (--folds, --seeds: Xu et al.'s epoch with the best test accuracy
+# averaged over the folds; see gnnforge/train/_fold_mean.py).
+SELECTIONS = ("val", "fold-mean")
 
 
 class ConfigError(ValueError):
@@ -78,6 +84,22 @@ class TrainConfig:
     # graph task: K-fold cross-validation (the GIN paper's protocol; 0: the seeded
     # 80/10/10 split). The seed picks the fold; see gnnforge/train/_folds.py.
     folds: int = 0
+    # graph task: 'molecule-gin' (embedded integer features, OGB's GIN) or 'gin-0' (Xu et
+    # al.'s GIN-0: one-hot node labels, eps = 0, every layer's readout summed).
+    graph_model: str = "molecule-gin"
+    # graph task: an epoch of N steps, each on graphs drawn at random from the training
+    # split (--batch-graphs of them, without replacement within a step; Xu et al.'s
+    # "iterations per epoch"); 0: one pass over the split in packed batches.
+    steps_per_epoch: int = 0
+    # The learning rate is multiplied by --lr-gamma every --lr-step-epochs epochs (StepLR;
+    # 0: constant).
+    lr_step_epochs: int = 0
+    lr_gamma: float = 0.5
+    # 'val': test the weights of the epoch with the best validation metric. 'fold-mean'
+    # (--folds with --seeds): the validation fold trains too, every epoch is tested, and
+    # the summary takes the epoch whose test accuracy averaged over the seeds' folds is
+    # best (Xu et al.'s protocol, optimistic), beside the last epoch's.
+    selection: str = "val"
     # node task
     mode: str = "full"
     model: str = "sage"
@@ -277,6 +299,7 @@ def validate(config: TrainConfig) -> None:
         if getattr(config, name) < 0:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
     _validate_early_stopping(config)
+    _validate_graph_protocol(config)
     if not 0.0 <= config.dropout < 1.0:
         raise ConfigError(f"--dropout must lie in [0, 1), got {config.dropout}")
     if not (math.isfinite(config.lr) and config.lr > 0):
@@ -318,6 +341,43 @@ def validate(config: TrainConfig) -> None:
     _validate_workers(config)
     if config.pool not in ("sum", "mean"):
         raise ConfigError(f"--pool must be 'sum' or 'mean', got {config.pool!r}")
+
+
+def _validate_graph_protocol(config: TrainConfig) -> None:
+    """--graph-model, --steps-per-epoch, --selection (graph task) and the lr schedule."""
+    if config.lr_step_epochs < 0:
+        raise ConfigError(f"--lr-step-epochs must be >= 0 (0: constant learning rate), got "
+                          f"{config.lr_step_epochs}")
+    if not (math.isfinite(config.lr_gamma) and 0.0 < config.lr_gamma <= 1.0):
+        raise ConfigError(f"--lr-gamma must lie in (0, 1], got {config.lr_gamma}")
+    if config.lr_gamma != 0.5 and not config.lr_step_epochs:
+        raise ConfigError(f"--lr-gamma {config.lr_gamma} multiplies the learning rate every "
+                          "--lr-step-epochs epochs: give --lr-step-epochs N as well")
+    if config.steps_per_epoch < 0:
+        raise ConfigError(f"--steps-per-epoch must be >= 0 (0: one pass over the training "
+                          f"graphs), got {config.steps_per_epoch}")
+    if config.graph_model not in GRAPH_MODELS:
+        raise ConfigError(f"--graph-model must be one of {GRAPH_MODELS}, got "
+                          f"{config.graph_model!r}")
+    if config.selection not in SELECTIONS:
+        raise ConfigError(f"--selection must be one of {SELECTIONS}, got {config.selection!r}")
+    if config.task != "graph":
+        for name, default in (("graph_model", "molecule-gin"), ("steps_per_epoch", 0),
+                              ("selection", "val")):
+            if getattr(config, name) != default:
+                raise ConfigError(f"--{_flag(name)} applies to --task graph only (got --task "
+                                  f"{config.task})")
+    if config.steps_per_epoch and (config.compile or str(config.device).startswith("xla")):
+        raise ConfigError("--steps-per-epoch draws batches of varying shape (graphs at "
+                          "random, unpacked); --compile and --device xla need fixed shapes: "
+                          "drop one or the other")
+    if config.selection == "fold-mean":
+        if not config.folds:
+            raise ConfigError("--selection fold-mean averages the test accuracy over "
+                              "cross-validation folds: add --folds K (and --seeds K)")
+        if config.patience:
+            raise ConfigError(f"--selection fold-mean needs every fold to train every epoch: "
+                              f"use --patience 0 (got --patience {config.patience})")
 
 
 def _validate_synthetic_nodes(config: TrainConfig) -> None:

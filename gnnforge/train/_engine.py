@@ -26,6 +26,7 @@ from gnnforge.train._checkpoint import (CheckpointError, capture_rng, check_out_
 from gnnforge.train._config import TrainConfig
 from gnnforge.train._early_stopping import Standing, judge
 from gnnforge.train._log import format_table, write_metrics
+from gnnforge.train._lr_schedule import step_lr
 from gnnforge.train._workers import step_batches
 from gnnforge.train._xla_meter import accumulator_dtype
 
@@ -146,6 +147,9 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
 
     while progress.epoch < config.epochs and not progress.stopped_early \
             and not _out_of_steps(config, progress):
+        for group in optimizer.param_groups:  # from the epoch alone: resume needs no state
+            group["lr"] = step_lr(group.setdefault("initial_lr", group["lr"]),
+                                  progress.epoch, config.lr_step_epochs, config.lr_gamma)
         _train_epoch(config, task, trained, optimizer, progress, saver, history, best_state,
                      rank, world)
         row = _finish_epoch(config, task, model, progress, history)
@@ -168,7 +172,8 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
         summary["xla"] = meter.counts()
     if rank == 0:
         write_metrics(out_dir, history, summary)
-        table = [(k, v) for k, v in summary.items() if k not in ("compile", "xla")]
+        table = [(k, v) for k, v in summary.items()
+                 if k not in ("compile", "xla") and not isinstance(v, list)]
         printer(format_table(table, f"gnnforge train: {task.name}"))
         if compiled is not None:
             printer(compiled.report())
@@ -403,13 +408,20 @@ def _train_epoch(config, task, model, optimizer, progress, saver, history, best_
 
 
 def _finish_epoch(config, task, model, progress, history) -> dict[str, Any]:
-    metrics = task.evaluate(model, "val")
+    # --selection fold-mean: no validation split; every epoch is tested, and the epoch is
+    # chosen later, over all the folds' curves (gnnforge/train/_fold_mean.py).
+    fold_mean = config.selection == "fold-mean"
+    metrics = task.evaluate(model, "test" if fold_mean else "val")
     row = {"epoch": progress.epoch + 1,
            "train_loss": progress.loss_sum / max(progress.items, 1),
            **metrics, **task.epoch_stats(),
            "train_seconds": progress.seconds,
-           f"{task.items}_per_s": progress.items / max(progress.seconds, 1e-9)}
+           f"{task.items}_per_s": progress.items / max(progress.seconds, 1e-9),
+           **({"lr": _epoch_lr(config, progress.epoch)} if config.lr_step_epochs else {})}
     history.append(row)
+    if fold_mean:  # the weights tested at the end are the last epoch's
+        progress.best, progress.best_epoch = None, progress.epoch
+        return row
     standing = Standing(progress.best, progress.best_epoch, progress.best_metric,
                         progress.lowest_loss, progress.bad_epochs)
     judge(config.early_stopping, standing, progress.epoch, metrics[task.metric],
@@ -420,6 +432,11 @@ def _finish_epoch(config, task, model, progress, history) -> dict[str, Any]:
     if config.patience and progress.bad_epochs >= config.patience:
         progress.stopped_early = True
     return row
+
+
+def _epoch_lr(config: TrainConfig, epoch: int) -> float:
+    """The learning rate of 0-based `epoch` (--lr, --lr-step-epochs, --lr-gamma)."""
+    return step_lr(config.lr, epoch, config.lr_step_epochs, config.lr_gamma)
 
 
 def _epoch_line(row: dict[str, Any], epochs: int) -> str:
@@ -438,16 +455,23 @@ def _summary(task: Task, model, best_state, progress: _Progress, history: list,
     seconds = sum(row["train_seconds"] for row in history)
     items = sum(row[f"{task.items}_per_s"] * row["train_seconds"] for row in history)
     summary: dict[str, Any] = {name: value for name, value in task.describe()}
-    summary.update({
-        "epochs run": len(history),
-        "stopped early": "yes" if progress.stopped_early else "no",
-        "best epoch": progress.best_epoch + 1,
-        f"best {'val_loss' if config.early_stopping == 'loss' else task.metric}":
-            progress.best,
-        **{f"final {k} (best epoch)": v for k, v in test.items()},
-        "train time (s)": seconds,
-        f"{task.items}/s (train)": items / max(seconds, 1e-9),
-    })
+    if config.selection == "fold-mean":
+        # Every epoch's test score is in the history; the seeds runner picks the epoch.
+        chosen = {"epochs run": len(history), "stopped early": "no",
+                  "best epoch": progress.best_epoch + 1,
+                  **{f"final {k} (last epoch)": v for k, v in test.items()}}
+        curves = {f"{k} per epoch": [row[k] for row in history] for k in test}
+    else:
+        chosen = {
+            "epochs run": len(history),
+            "stopped early": "yes" if progress.stopped_early else "no",
+            "best epoch": progress.best_epoch + 1,
+            f"best {'val_loss' if config.early_stopping == 'loss' else task.metric}":
+                progress.best,
+            **{f"final {k} (best epoch)": v for k, v in test.items()}}
+        curves = {}
+    summary.update({**chosen, "train time (s)": seconds,
+                    f"{task.items}/s (train)": items / max(seconds, 1e-9), **curves})
     stats = [row for row in history]
     for key in task.epoch_stats():
         summary[key] = sum(r[key] for r in stats) / max(len(stats), 1)

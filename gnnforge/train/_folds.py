@@ -4,7 +4,9 @@ The graphs of each class are shuffled and dealt round-robin into K folds (strati
 scikit-learn's StratifiedKFold is), so every fold has about the same class mix. Seed s
 picks the fold: fold s mod K is the test set, fold s + 1 mod K the validation set (model
 selection and early stopping), the other K - 2 folds train. The deal itself is drawn from
-s // K, so seeds 0..K-1 run the K folds of one partition.
+s // K, so seeds 0..K-1 run the K folds of one partition. Without a validation fold
+(`--selection fold-mean`, Xu et al.'s protocol) the K - 1 folds other than the test fold
+train.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from torch import Tensor
 __all__ = ["fold_indices"]
 
 
-def fold_indices(labels: Tensor, folds: int, seed: int) -> dict[str, list[int]]:
+def fold_indices(labels: Tensor, folds: int, seed: int,
+                 validation: bool = True) -> dict[str, list[int]]:
     """Train/val/test graph indices of fold `seed % folds`.
 
     Args:
         labels: [G] int64, one class per graph.
         folds: K >= 3 (test, validation and at least one training fold).
         seed: picks the fold (seed % K) and the partition (seed // K).
+        validation: hold out fold seed + 1 as the validation set; False: it trains and
+            "val" is empty.
 
     Raises:
         ValueError: K < 3 or more folds than graphs.
@@ -39,6 +44,8 @@ def fold_indices(labels: Tensor, folds: int, seed: int) -> dict[str, list[int]]:
         fold_of[members] = (torch.arange(members.numel()) + dealt) % folds
         dealt += members.numel()
     test, val = seed % folds, (seed + 1) % folds
+    if not validation:
+        return {"train": _where(fold_of != test), "val": [], "test": _where(fold_of == test)}
     return {"train": _where((fold_of != test) & (fold_of != val)),
             "val": _where(fold_of == val), "test": _where(fold_of == test)}
 

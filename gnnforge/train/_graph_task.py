@@ -1,9 +1,11 @@
-"""Graph property prediction on static-shape molecule batches with a GIN (OGB style)."""
+"""Graph property prediction with a GIN: OGB's on static-shape packed batches, or Xu et
+al.'s GIN-0 on random batches of training graphs (--graph-model, --steps-per-epoch)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -16,7 +18,7 @@ from gnnforge.train._config import TrainConfig
 from gnnforge.train._packed_split import PackedSplit
 from gnnforge.train._xla_meter import XlaMeter, accumulator_dtype
 
-__all__ = ["GraphTask", "split_indices"]
+__all__ = ["GraphTask", "random_batches", "split_indices"]
 
 
 def split_indices(count: int, seed: int, fractions=(0.8, 0.1)) -> dict[str, list[int]]:
@@ -26,6 +28,15 @@ def split_indices(count: int, seed: int, fractions=(0.8, 0.1)) -> dict[str, list
     val_end = train_end + int(round(fractions[1] * count))
     return {"train": order[:train_end], "val": order[train_end:val_end],
             "test": order[val_end:]}
+
+
+def random_batches(count: int, batch: int, steps: int, seed: int, epoch: int
+                   ) -> list[list[int]]:
+    """`steps` batches of min(batch, count) distinct positions in range(count), each drawn
+    afresh (Xu et al.'s `np.random.permutation(len(train_graphs))[:batch_size]` per
+    iteration); a pure function of (seed, epoch), so a resumed run draws the same."""
+    rng = np.random.default_rng((seed, epoch))
+    return [rng.permutation(count)[:batch].tolist() for _ in range(steps)]
 
 
 def _load(config: TrainConfig):
@@ -60,13 +71,17 @@ class GraphTask:
         self.splits = self._splits(graphs)
         train = PackedSplit(graphs, self.splits["train"], config.batch_graphs, seed=config.seed)
         # One batch shape for every split where the graphs fit the training limits: one
-        # compiled evaluation step serves validation and test.
+        # compiled evaluation step serves validation and test. (--selection fold-mean has
+        # no validation split.)
         self.loaders = {"train": train, **{
             split: PackedSplit(graphs, self.splits[split], config.batch_graphs,
                                seed=config.seed, shuffle=False, limits=train.limits)
-            for split in ("val", "test")}}
+            for split in ("val", "test") if self.splits[split]}}
         for split in ("val", "test"):
-            self.loaders[split].plan(0)
+            if split in self.loaders:
+                self.loaders[split].plan(0)
+        # --steps-per-epoch: this epoch's random batches (positions in splits["train"]).
+        self._drawn: list[list[int]] | None = None
         # --compile: the loss (and its backward) under torch.compile, one graph per pack
         # shape; evaluation stays eager.
         self.compiled = CompiledLoss(self._loss_value) if config.compile else None
@@ -108,24 +123,39 @@ class GraphTask:
 
         self.name = f"{self.name}, fold {self.config.seed % self.config.folds + 1} of " \
                     f"{self.config.folds}"
-        return fold_indices(y, self.config.folds, self.config.seed)
+        return fold_indices(y, self.config.folds, self.config.seed,
+                            validation=self.config.selection != "fold-mean")
 
     def build_model(self) -> nn.Module:
-        from gnnforge.nn import MoleculeGIN
+        from gnnforge.nn import GINClassifier, MoleculeGIN
 
-        model = MoleculeGIN(self.atom_vocabulary, self.bond_vocabulary,
-                            hidden=self.config.hidden, num_layers=self.config.layers,
-                            num_tasks=self.num_tasks, pool=self.config.pool,
-                            dropout=self.config.dropout)
+        if self.config.graph_model == "gin-0":
+            # One-hot of the first node column: a TU set's node label (Xu et al.'s input),
+            # a molecule's atomic number.
+            model = GINClassifier(self.atom_vocabulary[0], hidden=self.config.hidden,
+                                  num_layers=self.config.layers, num_classes=self.num_tasks,
+                                  pool=self.config.pool, dropout=self.config.dropout)
+        else:
+                model = MoleculeGIN(self.atom_vocabulary, self.bond_vocabulary,
+                                hidden=self.config.hidden, num_layers=self.config.layers,
+                                num_tasks=self.num_tasks, pool=self.config.pool,
+                                dropout=self.config.dropout)
         if self.compiled is not None or self.xla is not None:
             # Compiled or on XLA the forward leaves this check to us: once, on the CPU.
             model.check_inputs(GraphBatch.from_graphs(self.graphs))
         return model
 
     def start_epoch(self, epoch: int) -> int:
+        if self.config.steps_per_epoch:
+            self._drawn = random_batches(len(self.splits["train"]), self.config.batch_graphs,
+                                         self.config.steps_per_epoch, self.config.seed, epoch)
+            return len(self._drawn)
         return len(self.loaders["train"].plan(epoch))
 
     def batch(self, index: int) -> GraphBatch:
+        if self._drawn is not None:  # unpadded: batch norm sees exactly these graphs
+            train = self.splits["train"]
+            return GraphBatch.from_graphs([self.graphs[train[i]] for i in self._drawn[index]])
         return self.loaders["train"].batch(index)
 
     def _targets(self, batch: GraphBatch | StaticBatch) -> tuple[Tensor, Tensor]:
@@ -205,6 +235,8 @@ class GraphTask:
         return score, mask.to(score.dtype)
 
     def epoch_stats(self) -> dict[str, float]:
+        if self._drawn is not None:
+            return {}  # random batches are not padded
         nodes, edges = self.loaders["train"].padding_fraction()
         return {"node_padding": nodes, "edge_padding": edges}
 
@@ -213,7 +245,10 @@ class GraphTask:
         return [("dataset", self.config.dataset or "nci-tpsa"), ("target", self.target),
                 ("graphs (train/val/test)",
                  "/".join(str(len(self.splits[s])) for s in ("train", "val", "test"))),
-                ("batch shape (nodes, edges, slots)", ", ".join(map(str, loader.shape)))]
+                ("batch shape (nodes, edges, slots)", ", ".join(map(str, loader.shape))
+                 if not self.config.steps_per_epoch else
+                 f"{self.config.steps_per_epoch} random batches of {self.config.batch_graphs} "
+                 "graphs per epoch (unpadded)")]
 
     def state_dict(self) -> dict[str, Any]:
         return {}  # batch order is a function of (seed, epoch); nothing else is random
