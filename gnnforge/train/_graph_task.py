@@ -136,7 +136,7 @@ class GraphTask:
                                   num_layers=self.config.layers, num_classes=self.num_tasks,
                                   pool=self.config.pool, dropout=self.config.dropout)
         else:
-                model = MoleculeGIN(self.atom_vocabulary, self.bond_vocabulary,
+            model = MoleculeGIN(self.atom_vocabulary, self.bond_vocabulary,
                                 hidden=self.config.hidden, num_layers=self.config.layers,
                                 num_tasks=self.num_tasks, pool=self.config.pool,
                                 dropout=self.config.dropout)
