@@ -73,6 +73,8 @@ SECTIONS: tuple[Section, ...] = (
             "LIBXSMM_TARGET=hsw)", ("benchmarks/layers.py", "--restriction", "avx2", "--repeats",
                                     "15", "--min-seconds", "2.0"),
             peer=True),
+        Run("dense_product", "The layers' GEMMs: torch's library (MKL) vs oneDNN, and the "
+            "recorded choice", ("benchmarks/dense_product.py",), on_page=False),
         Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
             ("benchmarks/oversubscription.py",), on_page=False),
         Run("tuner_isa", "The tuner's sum/mean classes at F >= 32: SSE2 vs AVX2 (vs AVX-512) builds",

@@ -1,7 +1,8 @@
 """Instruction-set restrictions: stand-ins for CPUs without AVX-512 (or without AVX2).
 
 Each restriction is the environment that limits both sides alike: gnnforge's candidates
-(GNNFORGE_ISA), numba's target, MKL's dispatch and, for AVX2, DGL's libxsmm JIT
+(GNNFORGE_ISA), numba's target, MKL's and oneDNN's dispatch (the GEMM libraries of
+`ops.dense_product`) and, for AVX2, DGL's libxsmm JIT
 (LIBXSMM_TARGET=hsw: it then emits AVX2 code, like with like). Under SSE2 DGL's libxsmm
 cannot generate its SpMM kernel, so DGL is left as it is and its generic loop is the
 comparison (kernel_selection.py's "dgl generic" column). Set before the process starts
@@ -17,9 +18,10 @@ import sys
 RESTRICTIONS: dict[str, dict[str, str]] = {
     "all": {},
     "avx2": {"GNNFORGE_ISA": "avx2", "NUMBA_CPU_NAME": "haswell",
-             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "LIBXSMM_TARGET": "hsw"},
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+             "LIBXSMM_TARGET": "hsw"},
     "sse2": {"GNNFORGE_ISA": "sse2", "NUMBA_CPU_NAME": "x86-64",
-             "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+             "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "ONEDNN_MAX_CPU_ISA": "SSE41"},
 }
 
 

@@ -36,7 +36,7 @@ from gnnforge.ops import _calibration_inputs, _tuning_record
 from gnnforge.ops._calibration_inputs import CandidateKernels
 from gnnforge.ops._kernel_class import STREAMS, WIDTH_CLASS_BYTES, KernelClass, parse_key
 
-__all__ = ["Clock", "choice", "clock", "common_classes", "tune"]
+__all__ = ["Clock", "choice", "clock", "common_classes", "time_candidates", "tune"]
 
 # Timing: rounds interleave the candidates (drift hits all alike); a class stops early
 # once its budget is spent. 2^17 edges at F=256 take about 3 ms a call on 2 cores.
@@ -86,7 +86,7 @@ def _calibrate(kernel_class: KernelClass, kernels: CandidateKernels) -> str:
     if len(names) == 1:
         _tuning_record.remember(kernel_class, names[0])
         return names[0]
-    times, descheduled = _time_candidates(
+    times, descheduled = time_candidates(
         {name: _calibration_inputs.runner(name, kernel_class, kernels) for name in names})
     # The fastest run, not the median, decides: interference from other processes only
     # ever adds time, so the minimum is the best estimate of the undisturbed speed.
@@ -102,7 +102,7 @@ def _calibrate(kernel_class: KernelClass, kernels: CandidateKernels) -> str:
     return winner
 
 
-def _time_candidates(runs: dict[str, Callable[[], object]]
+def time_candidates(runs: dict[str, Callable[[], object]]
                      ) -> tuple[dict[str, list[float]], int]:
     """(seconds per call of each candidate, timed calls still descheduled after their
     retries), in interleaved rounds after one warm-up each.

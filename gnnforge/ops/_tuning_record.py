@@ -10,6 +10,9 @@ the file once; a lookup is then one dict access. A record path that cannot be us
 directory, a file or folder without write permission, a read-only cache) is warned about
 once per path; the process then keeps its choices in memory and kernels run as usual.
 
+Entries under keys that name no kernel class (the GEMM library of a product class,
+`_dense_product`) are kept and read back the same way (`recorded_key`, `remember_key`).
+
 Above the kernel-class vocabulary (`_kernel_class`) and the native build (for the
 fingerprint); below the calibration, which measures what is not recorded here.
 """
@@ -34,12 +37,14 @@ from gnnforge.ops import _native_build
 from gnnforge.ops._kernel_class import KernelClass, parse_key
 
 __all__ = ["forget", "kernel_choices", "load", "lock", "machine_fingerprint",
-           "measured_classes", "record_path", "recorded", "remember"]
+           "measured_classes", "record_path", "recorded", "recorded_key", "remember",
+           "remember_key"]
 
 # Guards this process's view (`_choices`, `_measurements`, `_loaded`); callers that read
 # then measure (the calibration) hold it across both.
 lock = threading.Lock()
 _choices: dict[KernelClass, str] = {}
+_keyed: dict[str, str] = {}       # choices under keys outside the kernel classes (GEMMs)
 _loaded: list[Path] = []          # the record file read into _choices (once per process)
 _measurements: dict[str, dict] = {}
 _unusable: set[Path] = set()      # record paths warned about: choices stay in memory
@@ -154,12 +159,15 @@ def load() -> None:
         return
     _loaded[:] = [path]
     _choices.clear()
+    _keyed.clear()
     _measurements.clear()
     for key, entry in _read(path).items():
         parsed = parse_key(key)
         if parsed is not None:
             _choices[parsed] = entry["choice"]
             _measurements[key] = entry
+        else:
+            _keyed[key] = entry["choice"]
 
 
 def recorded(kernel_class: KernelClass) -> str | None:
@@ -174,20 +182,37 @@ def remember(kernel_class: KernelClass, choice: str, entry: dict | None = None) 
     if entry is None:
         return
     _measurements[kernel_class.key()] = entry
+    _store(kernel_class.key(), entry)
+
+
+def recorded_key(key: str) -> str | None:
+    """The choice this process knows under a key that names no kernel class (the GEMM
+    library of a product class, `_dense_product`), or None."""
+    return _keyed.get(key)
+
+
+def remember_key(key: str, choice: str, entry: dict) -> None:
+    """Record `choice` under `key` (no kernel class): in this process and, with its
+    measurements `entry`, in the machine's file (the caller holds `lock`)."""
+    _keyed[key] = choice
+    _store(key, entry)
+
+
+def _store(key: str, entry: dict) -> None:
     path = record_path()
     if path in _unusable:
         return
     try:
-        _write(path, kernel_class, entry)
+        _write(path, key, entry)
     except OSError as error:  # a directory in the way, no write permission, read-only
         _warn_unusable(path, error)
 
 
-def _write(path: Path, kernel_class: KernelClass, entry: dict) -> None:
-    """Add one class to the machine's file, under the file lock, replacing it atomically."""
+def _write(path: Path, key: str, entry: dict) -> None:
+    """Add one entry to the machine's file, under the file lock, replacing it atomically."""
     with _file_lock(path):
         classes = _read(path) if path.exists() else {}
-        classes[kernel_class.key()] = entry
+        classes[key] = entry
         record = {"fingerprint": machine_fingerprint(), "classes": classes}
         temporary = path.with_suffix(f".tmp{os.getpid()}")
         try:
@@ -215,6 +240,7 @@ def forget() -> None:
     """Drop this process's view of the record (it is read again on next use)."""
     with lock:
         _choices.clear()
+        _keyed.clear()
         _measurements.clear()
         _loaded.clear()
         _unusable.clear()

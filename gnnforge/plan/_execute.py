@@ -175,8 +175,8 @@ class _Evaluator:
         flat = [_flat_rows(f) for f, _ in factors]
         start = sum(biases[1:], biases[0]) if biases else (
             _flat_rows(others.pop(0)) if others else None)
-        out = (flat[0] @ factors[0][1] if start is None
-               else torch.addmm(start, flat[0], factors[0][1]))
+        out = (ops.dense_product(flat[0], factors[0][1]) if start is None
+               else ops.dense_product_plus(start, flat[0], factors[0][1]))
         for left, (_, weight) in zip(flat[1:], factors[1:]):
             out.addmm_(left, weight)
         for other in others:
@@ -332,7 +332,7 @@ def _dense_matmul(left: Tensor, right: Tensor, left_is_weight: bool) -> Tensor:
     right_heads, _, cols = right.shape
     if heads == 1:  # one GEMM against the heads laid side by side
         flat = right.permute(1, 0, 2).reshape(inner, right_heads * cols)
-        return (left.reshape(rows, inner) @ flat).reshape(rows, right_heads, cols)
+        return ops.dense_product(left.reshape(rows, inner), flat).reshape(rows, right_heads, cols)
     if right_heads == 1:
         return left @ right[0]
     return torch.einsum("nhk,hkc->nhc", left, right)                      # H GEMMs

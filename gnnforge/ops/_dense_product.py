@@ -1,0 +1,145 @@
+"""Dense products (a @ b, float32 on CPU) on the GEMM library measured fastest here.
+
+The layers' projections are GEMMs, and on PubMed they are most of a layer's time. Which
+GEMM library is fastest depends on the machine: torch's own (MKL in the x86 wheels) or
+oneDNN's inner product, which torch ships too (`torch.ops.mkldnn._linear_pointwise`).
+On the 2-core AMD EPYC VM (AVX2, two threads, median of 15; docs/kernels.md) oneDNN ran
+PubMed's input projection [19717, 500] x [500, 128] in 21.4 ms against MKL's 30.5, and
+the gradient of a hidden layer's input [19717, 64] x [64, 500] in 33.0 ms against 41.3,
+while MKL computed GitHub's weight gradient [128, 37700] x [37700, 128] in 14.0 ms
+against oneDNN's 26.8. So, like the aggregation kernels (`_calibration`), each product
+*class* (dtype, threads, operand layouts, and the three sizes rounded to a power of two)
+is timed once per machine, here on its first real operands, both libraries interleaved,
+and the winner is kept in the machine's record (`_tuning_record`): every later process on
+the machine reads it and computes the same bits. The two libraries agree to float32
+rounding, not bit for bit, which is why the choice is recorded rather than re-timed per
+process.
+
+`GNNFORGE_GEMM=torch` (or `onednn`) fixes the library, and so does
+`torch.use_deterministic_algorithms(True)` (torch's); products that oneDNN cannot run
+(not float32, an empty dimension, strided operands, autocast, torch.compile tracing) and
+small ones (`_MIN_WORK`) always run on torch's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+
+import torch
+from torch import Tensor
+
+from gnnforge.ops import _calibration, _tuning_record
+
+__all__ = ["LIBRARIES", "dense_product", "dense_product_plus", "library_for"]
+
+LIBRARIES = ("torch", "onednn")
+
+# Multiply-adds below which torch's GEMM runs without a choice (a [2708, 1433] x [1433,
+# 16] Cora projection is 62M): a lookup costs more than either library saves there.
+_MIN_WORK = 2**22
+
+
+def dense_product(a: Tensor, b: Tensor) -> Tensor:
+    """a [M, K] @ b [K, N], differentiable (the gradients are dense products too)."""
+    return _OnednnProduct.apply(a, b) if _on_onednn(a, b) else a @ b
+
+
+def dense_product_plus(start: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """start + a @ b (`torch.addmm`), the product on the chosen library."""
+    return _OnednnProduct.apply(a, b).add_(start) if _on_onednn(a, b) else \
+        torch.addmm(start, a, b)
+
+
+def _on_onednn(a: Tensor, b: Tensor) -> bool:
+    return (_onednn_can_run(a, b) and a.shape[0] * a.shape[1] * b.shape[1] >= _MIN_WORK
+            and library_for(a, b) == "onednn")
+
+
+class _OnednnProduct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a: Tensor, b: Tensor) -> Tensor:
+        ctx.save_for_backward(a, b)
+        return _compute("onednn", a, b)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        a, b = ctx.saved_tensors
+        grad_a = dense_product(grad, b.t()) if ctx.needs_input_grad[0] else None
+        grad_b = dense_product(a.t(), grad) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+def library_for(a: Tensor, b: Tensor) -> str:
+    """The library that computes a @ b: the setting, else the machine's recorded choice
+    for the product's class, timed on these operands the first time."""
+    forced = os.environ.get("GNNFORGE_GEMM", "auto")
+    if forced == "auto" and torch.are_deterministic_algorithms_enabled():
+        return "torch"      # as for the kernels' trials: nothing chosen by timing
+    if forced != "auto":
+        if forced not in LIBRARIES:
+            raise ValueError(f"GNNFORGE_GEMM must be 'auto' or one of {LIBRARIES}, got "
+                             f"{forced!r}")
+        return forced
+    key = product_class(a, b)
+    found = _tuning_record.recorded_key(key)
+    if found is not None:
+        return found
+    with _tuning_record.lock:
+        _tuning_record.load()
+        found = _tuning_record.recorded_key(key)
+        if found is None:
+            found = _measure(key, a, b)
+    return found
+
+
+def product_class(a: Tensor, b: Tensor) -> str:
+    """The record key of a @ b: 'gemm.float32.t2.nt.m14.k9.n7' (threads, whether each
+    operand is row-major (n) or a transposed row-major matrix (t), log2 of M, K and N)."""
+    sizes = (a.shape[0], a.shape[1], b.shape[1])
+    m, k, n = (round(math.log2(size)) for size in sizes)
+    layouts = "".join("n" if x.is_contiguous() else "t" for x in (a, b))
+    return f"gemm.{str(a.dtype).removeprefix('torch.')}.t{torch.get_num_threads()}." \
+           f"{layouts}.m{m}.k{k}.n{n}"
+
+
+def _measure(key: str, a: Tensor, b: Tensor) -> str:
+    """Time both libraries on (a, b), record and return the winner (lock held)."""
+    with torch.no_grad():
+        times, descheduled = _calibration.time_candidates(
+            {name: (lambda name=name: _compute(name, a, b)) for name in LIBRARIES})
+    winner = min(times, key=lambda name: min(times[name]))
+    _tuning_record.remember_key(key, winner, {
+        "choice": winner,
+        "min_ms": {name: round(1e3 * min(values), 4) for name, values in times.items()},
+        "median_ms": {name: round(1e3 * statistics.median(values), 4)
+                      for name, values in times.items()},
+        "runs": len(times[winner]), "descheduled_runs": descheduled,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    return winner
+
+
+def _compute(library: str, a: Tensor, b: Tensor) -> Tensor:
+    if library == "onednn":
+        # The inner product computes input @ weight^T with weight [N, K].
+        return torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
+    return torch.mm(a, b)
+
+
+def _onednn_can_run(a: Tensor, b: Tensor) -> bool:
+    return (_ONEDNN and a.dim() == 2 and b.dim() == 2 and a.dtype == torch.float32
+            and b.dtype == torch.float32 and a.device.type == "cpu"
+            and b.device.type == "cpu" and a.shape[1] == b.shape[0] and all(a.shape)
+            and b.shape[1] > 0 and _row_major_or_transposed(a)
+            and _row_major_or_transposed(b) and not torch.is_autocast_enabled("cpu")
+            and not torch.compiler.is_compiling())
+
+
+def _row_major_or_transposed(x: Tensor) -> bool:
+    return x.is_contiguous() or x.t().is_contiguous()
+
+
+_ONEDNN = (torch.backends.mkldnn.is_available()
+           and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
