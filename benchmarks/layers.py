@@ -8,11 +8,16 @@ undirected edges; random 128-wide features, its 2 classes), it times one trainin
 untimed call of the same model, the models in a new order each round) after a warm-up
 round, for:
 
-    gnnforge   gnnforge.nn layers, default kernels (selection by measurement)
+    gnnforge   gnnforge.nn layers, default kernels (selection by measurement) and GEMM
+               library (`ops.dense_product`: torch's MKL or oneDNN, measured per product
+               class; the peers' projections run on torch's MKL)
     dgl64/32   DGL 2.1 GraphConv(norm='both') / GATConv / SAGEConv('mean') on an int64 /
                int32 graph (for GCN and GAT with self-loops added to the graph, as PyG's
                and our layers add them), libxsmm as DGL ships it
     pyg        torch_geometric GCNConv / GATConv / SAGEConv (edge_index int64)
+    pyg-csr    the same layers on PyG's sparse layout, a torch CSR adj_t
+               (`ToSparseTensor(layout=torch.sparse_csr)`), GCN with cached=True (its
+               normalised adjacency computed once): PyG's fastest full-graph setup
 
 All models get the same weights (copied from gnnforge's), and the table prints the
 largest difference of each peer's inference output from gnnforge's, so the rows compute
@@ -122,14 +127,14 @@ class Dgl(torch.nn.Module):
 
 
 class Pyg(torch.nn.Module):
-    def __init__(self, kind: str, ours: Ours):
+    def __init__(self, kind: str, ours: Ours, cached: bool = False):
         super().__init__()
         import torch_geometric.nn as pyg
 
         self.layers = torch.nn.ModuleList()
         for layer in (ours.one, ours.two):
             if kind == "gcn":
-                theirs = pyg.GCNConv(layer.in_channels, layer.out_channels)
+                theirs = pyg.GCNConv(layer.in_channels, layer.out_channels, cached=cached)
             elif kind == "gat":
                 theirs = pyg.GATConv(layer.in_channels, layer.out_channels, heads=layer.heads,
                                      negative_slope=layer.negative_slope)
@@ -162,6 +167,16 @@ def _step(model, graph, x, y):
     return train, infer
 
 
+def _csr_adj_t(edge_index, num_nodes: int):
+    """PyG's transposed adjacency as a torch CSR tensor (row = destination)."""
+    from torch_geometric.data import Data
+    from torch_geometric.transforms import ToSparseTensor
+
+    data = ToSparseTensor(layout=torch.sparse_csr)(Data(edge_index=edge_index,
+                                                        num_nodes=num_nodes))
+    return data.adj_t
+
+
 def runs(kind: str, graph: Graph, x, y, dgl):
     """name -> (train step, inference, inference output before any training)."""
     classes = int(y.max()) + 1
@@ -176,7 +191,9 @@ def runs(kind: str, graph: Graph, x, y, dgl):
                                   num_nodes=graph.num_nodes, idtype=idtype)
             dgl_graph.create_formats_()
             models[f"dgl{bits}"] = (Dgl(kind, ours), dgl_graph)
-    models["pyg"] = (Pyg(kind, ours), torch.stack([graph.src, graph.dst]))
+    edge_index = torch.stack([graph.src, graph.dst])
+    models["pyg"] = (Pyg(kind, ours), edge_index)
+    models["pyg-csr"] = (Pyg(kind, ours, cached=True), _csr_adj_t(edge_index, graph.num_nodes))
     result = {}
     for name, (model, structure) in models.items():
         train, infer = _step(model, structure, x, y)
@@ -212,7 +229,8 @@ def main(argv=None) -> int:
     print(f"command: python benchmarks/layers.py --datasets {args.datasets} --layers "
           f"{args.layers} --repeats {args.repeats} --min-seconds {args.min_seconds} "
           f"--restriction {args.restriction}\n")
-    header = ["dataset", "layer", "mode", "gnnforge ms", "dgl64 ms", "dgl32 ms", "pyg ms",
+    methods = ("gnnforge", "dgl64", "dgl32", "pyg", "pyg-csr")
+    header = ["dataset", "layer", "mode", *(f"{name} ms" for name in methods),
               "vs fastest peer", "max |peer - ours|"]
     rows = []
     cells = [(d, k) for d in args.datasets.split(",") for k in args.layers.split(",")]
@@ -230,7 +248,7 @@ def main(argv=None) -> int:
                                        args.repeats, args.min_seconds)
             peers = [value for name, value in ms.items() if name != "gnnforge"]
             rows.append([dataset, kind, mode, *(f"{ms.get(n, float('nan')):.2f}"
-                                                for n in ("gnnforge", "dgl64", "dgl32", "pyg")),
+                                                for n in methods),
                          f"{min(peers) / ms['gnnforge']:.2f}x", f"{difference:.1e}"])
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
