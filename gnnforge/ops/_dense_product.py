@@ -106,8 +106,16 @@ def product_class(a: Tensor, b: Tensor) -> str:
 
 
 def _measure(key: str, a: Tensor, b: Tensor) -> str:
-    """Time both libraries on (a, b), record and return the winner (lock held)."""
+    """Time both libraries on (a, b), record and return the winner (lock held). A torch
+    whose oneDNN op rejects the call (another signature, a build without it) records
+    torch's library, with the error."""
     with torch.no_grad():
+        try:
+            _compute("onednn", a, b)
+        except RuntimeError as error:
+            _tuning_record.remember_key(key, "torch", {"choice": "torch",
+                                                       "onednn_error": str(error)[:200]})
+            return "torch"
         times, descheduled = _calibration.time_candidates(
             {name: (lambda name=name: _compute(name, a, b)) for name in LIBRARIES})
     winner = min(times, key=lambda name: min(times[name]))

@@ -158,3 +158,18 @@ def test_planned_layers_compute_the_same_on_either_library(kind, monkeypatch):
     assert calls["onednn"] >= 2            # a forward projection and a gradient
     for got, want in zip(results["onednn"], results["torch"], strict=True):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_oneDNN_that_rejects_the_call_records_torch(fresh_cache, monkeypatch):
+    monkeypatch.setenv("GNNFORGE_GEMM", "auto")
+
+    def rejecting(library, a, b):
+        if library == "onednn":
+            raise RuntimeError("unknown operator signature")
+        return torch.mm(a, b)
+
+    monkeypatch.setattr(_dense_product, "_compute", rejecting)
+    a, b = _operands(256, 128, 128, "n", "n", seed=0)
+    assert _dense_product.library_for(a, b) == "torch"
+    torch.testing.assert_close(dense_product(a, b), a @ b)
+    assert _tuning_record.recorded_key(_dense_product.product_class(a, b)) == "torch"
