@@ -85,6 +85,7 @@ def _native() -> list[str]:
 
 def _kernels() -> list[str]:
     from gnnforge.ops import measured_classes, tuning_record_path
+    from gnnforge.ops._tuning_record import measured_keys
     from gnnforge.ops._dispatch import forced
 
     measured = measured_classes()
@@ -93,11 +94,12 @@ def _kernels() -> list[str]:
     if choice is not None:
         lines.append(f"  forced backend: {choice.backend} (GNNFORGE_BACKEND or use_backend)")
     if not measured:
-        return lines + ["  no kernel class measured yet: they are measured on first use, "
-                        "or all at once with `gnnforge tune`"]
-    for key, entry in measured.items():
+        lines.append("  no kernel class measured yet: they are measured on first use, or all "
+                     "at once with `gnnforge tune`")
+    # Kernel classes, then the GEMM product classes (`ops.dense_product`).
+    for key, entry in {**measured, **measured_keys()}.items():
         times = ", ".join(f"{name} {ms:.3g}" for name, ms in
-                          sorted(entry.get("min_ms", entry["median_ms"]).items(),
+                          sorted(entry.get("min_ms", entry.get("median_ms", {})).items(),
                                  key=lambda item: item[1]))
         lines.append(f"  {key:34s} -> {entry['choice']:12s} (ms: {times})")
     busy = [key for key, entry in measured.items() if entry.get("descheduled_runs", 0)]

@@ -3,13 +3,11 @@
 The layers' projections are GEMMs, and on PubMed they are most of a layer's time. Which
 GEMM library is fastest depends on the machine: torch's own (MKL in the x86 wheels) or
 oneDNN's inner product, which torch ships too (`torch.ops.mkldnn._linear_pointwise`).
-On the 2-core AMD EPYC VM (AVX2, two threads, median of 15; docs/kernels.md) oneDNN ran
-PubMed's input projection [19717, 500] x [500, 128] in 21.4 ms against MKL's 30.5, and
-the gradient of a hidden layer's input [19717, 64] x [64, 500] in 33.0 ms against 41.3,
-while MKL computed GitHub's weight gradient [128, 37700] x [37700, 128] in 14.0 ms
-against oneDNN's 26.8. So, like the aggregation kernels (`_calibration`), each product
-*class* (dtype, threads, operand layouts, and the three sizes rounded to a power of two)
-is timed once per machine, here on its first real operands, both libraries interleaved,
+On the 2-core AMD EPYC VM (AVX2, two threads; docs/kernels.md) oneDNN ran PubMed's input
+projection [19717, 500] x [500, 64] in 8.74 ms against MKL's 10.71, while MKL computed
+its weight gradient [500, 19717] x [19717, 64] in 11.3 ms against oneDNN's 48.6. So,
+like the aggregation kernels (`_calibration`), each product *class* (dtype, threads,
+operand layouts, and the three sizes rounded to a power of two) is timed once per machine, here on its first real operands, both libraries interleaved,
 and the winner is kept in the machine's record (`_tuning_record`): every later process on
 the machine reads it and computes the same bits. The two libraries agree to float32
 rounding, not bit for bit, which is why the choice is recorded rather than re-timed per

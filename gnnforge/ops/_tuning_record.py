@@ -37,14 +37,14 @@ from gnnforge.ops import _native_build
 from gnnforge.ops._kernel_class import KernelClass, parse_key
 
 __all__ = ["forget", "kernel_choices", "load", "lock", "machine_fingerprint",
-           "measured_classes", "record_path", "recorded", "recorded_key", "remember",
-           "remember_key"]
+           "measured_classes", "measured_keys", "record_path", "recorded", "recorded_key",
+           "remember", "remember_key"]
 
 # Guards this process's view (`_choices`, `_measurements`, `_loaded`); callers that read
 # then measure (the calibration) hold it across both.
 lock = threading.Lock()
 _choices: dict[KernelClass, str] = {}
-_keyed: dict[str, str] = {}       # choices under keys outside the kernel classes (GEMMs)
+_keyed: dict[str, dict] = {}      # entries under keys outside the kernel classes (GEMMs)
 _loaded: list[Path] = []          # the record file read into _choices (once per process)
 _measurements: dict[str, dict] = {}
 _unusable: set[Path] = set()      # record paths warned about: choices stay in memory
@@ -167,7 +167,7 @@ def load() -> None:
             _choices[parsed] = entry["choice"]
             _measurements[key] = entry
         else:
-            _keyed[key] = entry["choice"]
+            _keyed[key] = entry
 
 
 def recorded(kernel_class: KernelClass) -> str | None:
@@ -188,14 +188,22 @@ def remember(kernel_class: KernelClass, choice: str, entry: dict | None = None) 
 def recorded_key(key: str) -> str | None:
     """The choice this process knows under a key that names no kernel class (the GEMM
     library of a product class, `_dense_product`), or None."""
-    return _keyed.get(key)
+    entry = _keyed.get(key)
+    return None if entry is None else entry["choice"]
 
 
 def remember_key(key: str, choice: str, entry: dict) -> None:
     """Record `choice` under `key` (no kernel class): in this process and, with its
     measurements `entry`, in the machine's file (the caller holds `lock`)."""
-    _keyed[key] = choice
+    _keyed[key] = {**entry, "choice": choice}
     _store(key, entry)
+
+
+def measured_keys() -> dict[str, dict]:
+    """Key -> entry for the record's entries that name no kernel class (GEMM products)."""
+    with lock:
+        load()
+        return dict(sorted(_keyed.items()))
 
 
 def _store(key: str, entry: dict) -> None:

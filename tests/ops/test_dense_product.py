@@ -123,6 +123,9 @@ def test_the_faster_library_is_timed_once_recorded_and_read_back(fresh_cache, mo
     assert _dense_product.library_for(a, b) == "onednn"
     assert _tuning_record.recorded_key(key) == "onednn"
     assert calls["torch"] == timed["torch"]
+    from gnnforge._doctor import _kernels
+
+    assert any(key in line and "-> onednn" in line for line in _kernels())
     # Another class (a transposed operand) is its own entry.
     assert _dense_product.product_class(a.t().contiguous().t(), b).split(".")[3] == "tn"
 
