@@ -150,7 +150,8 @@ def render(store: dict[str, Any]) -> str:
         if recipe.note:
             notes.append(f"- `{recipe.name}`: {recipe.note}")
         for warning in (entry or {}).get("warnings", []):
-            notes.append(f"- `{recipe.name}` warned: {warning}")
+            # In a code span: a warning may quote SMILES, whose "[N+](=O)" reads as a link.
+            notes.append(f"- `{recipe.name}` warned: `` {warning} ``")
     measured = sorted({(e["commit"], e["date"]) for e in store.values()})
     provenance = ", ".join(f"{commit} ({date})" for commit, date in measured) or "none yet"
     return _PAGE.format(rows="\n".join(rows), notes="\n".join(notes) or "- none",
