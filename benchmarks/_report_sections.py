@@ -163,8 +163,9 @@ SECTIONS: tuple[Section, ...] = (
         Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
             "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
                         "--products-steps", "1"), peer=True),
-        Run("scaling", "Cost growth from 2^18 to 2^21 nodes (synthetic-products, gnnforge)",
-            ("benchmarks/scaling.py", "--sizes", "18,19,20,21", "--steps", "50",
+        Run("scaling", "Cost growth from 2^18 to 2^23 nodes (synthetic-products, gnnforge)",
+            ("benchmarks/scaling.py", "--sizes", "18,19,20,21,22,23", "--full-sizes",
+             "18,19,20,21", "--steps", "50",
              "--repeats", "1", "--png", "docs/scaling.png")),
     )),
     Section("parsing", "Dataset parsing", (

@@ -1,4 +1,4 @@
-"""benchmarks/scaling.py: one small size end to end (both measurements, table, plot)."""
+"""benchmarks/scaling.py: small sizes end to end (both measurements, table, plot)."""
 
 from __future__ import annotations
 
@@ -28,3 +28,17 @@ def test_scaling_prints_a_row_per_size_and_writes_the_plot(tmp_path):
     assert "sampled time per step: max/min = 1.00" in out.stdout
     assert "sampled time per sampled edge: max/min = 1.00" in out.stdout
     assert png.stat().st_size > 1000
+
+
+def test_sizes_outside_full_sizes_are_sampled_only_and_say_so(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scaling.py"), "--sizes",
+                          "10,11", "--full-sizes", "10", "--steps", "1", "--repeats", "1"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| 2^")]
+    assert len(rows) == 2 and "failed" not in out.stdout
+    assert "not run" not in rows[0]
+    assert float(rows[1].split(" | ")[2]) > 0                  # 2^11 sampled ran
+    assert "not run (not in --full-sizes 10)" in rows[1]
+    assert "full graph: median of 1 at 2^10;" in out.stdout
