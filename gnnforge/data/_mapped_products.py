@@ -8,11 +8,18 @@ n{num_nodes}-seed{seed}`; a folder whose meta.json names another generator versi
 other parameters is regenerated. A generation writes into a temporary folder renamed into
 place after meta.json (the last file) is written, so an interrupted one is never taken
 for a complete dataset.
+
+The maps of `col` and `x` are advised random access (madvise MADV_RANDOM): minibatches
+read scattered neighbour lists and 400-byte feature rows, and the kernel's default
+readahead would read up to 128 KiB around each missed page, most of it never used, which
+matters once the files do not fit in memory (benchmarks/larger_than_memory.py measures
+it). `GNNFORGE_MMAP_ADVICE=normal` keeps the kernel's default.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 from dataclasses import dataclass
@@ -31,6 +38,8 @@ from gnnforge.data._synthetic_products import (GENERATOR_VERSION, PRODUCTS_NODES
 __all__ = ["MappedProducts", "generated_meta", "load_synthetic_products", "products_folder"]
 
 _ARRAYS = ("rowptr", "col", "x", "y", "train", "val", "test")
+_RANDOM_ACCESS = ("col", "x")             # read in scattered pieces by every minibatch
+ADVICE_ENV = "GNNFORGE_MMAP_ADVICE"
 
 
 @dataclass(frozen=True)
@@ -154,12 +163,35 @@ def _open(folder: Path) -> MappedProducts:
     # Copy-on-write maps: writable for torch.from_numpy, and nothing reaches the files.
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="c") for name in _ARRAYS}
     _check(folder, meta, arrays)
+    advice = map_advice()
+    for name in _RANDOM_ACCESS:
+        _advise(arrays[name], advice)
     return MappedProducts(
         rowptr=arrays["rowptr"], col=arrays["col"], x=torch.from_numpy(arrays["x"]),
         y=torch.from_numpy(np.asarray(arrays["y"], dtype=np.int64)),
         **{name: torch.from_numpy(np.asarray(arrays[name], dtype=np.int64))
            for name in ("train", "val", "test")},
         meta=meta, folder=folder)
+
+
+def map_advice() -> int | None:
+    """The madvise value for the randomly read maps: MADV_RANDOM unless
+    GNNFORGE_MMAP_ADVICE=normal; None where the platform has no madvise.
+
+    Raises:
+        ValueError: when GNNFORGE_MMAP_ADVICE is set to something else (named).
+    """
+    value = os.environ.get(ADVICE_ENV, "random")
+    if value not in ("random", "normal"):
+        raise ValueError(f"{ADVICE_ENV} must be 'random' or 'normal', got {value!r}")
+    return getattr(mmap, f"MADV_{value.upper()}", None)
+
+
+def _advise(array: np.ndarray, advice: int | None) -> None:
+    """madvise the map under `array` (an np.memmap), when there is one and a value."""
+    mapped = getattr(array, "_mmap", None)
+    if advice is not None and mapped is not None and len(mapped):
+        mapped.madvise(advice)
 
 
 def _check(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:

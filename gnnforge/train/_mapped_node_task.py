@@ -59,7 +59,7 @@ class MappedNodeTask:
         self.train_nodes = self.data.train
         self.device = process_device(config.device)
         self.y_device = self.y.to(self.device)
-        self.sampler = SampledBatches(self.edges, config, features=self.x)
+        self.sampler = SampledBatches(self.edges, config, features=self.x, count_reads=True)
         self.eval_nodes = {split: _subset(getattr(self.data, split), config.seed)
                            for split in ("val", "test")}
         self.name = f"node classification (sampled-graph {config.model.upper()})"
@@ -89,8 +89,9 @@ class MappedNodeTask:
 
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]:
         blocks, input_nodes, seeds = batch
-        self.sampler.record(blocks)
-        logits = model(*self._on_device(blocks, input_nodes))
+        on_device = self._on_device(blocks, input_nodes)
+        self.sampler.record(blocks)                      # after the gather: its reads count
+        logits = model(*on_device)
         return F.cross_entropy(logits, self.y_device[seeds.to(self.device)]), int(seeds.numel())
 
     def _on_device(self, blocks: list[Any], input_nodes: Tensor) -> tuple[list[Any], Tensor]:

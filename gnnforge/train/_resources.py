@@ -1,4 +1,5 @@
-"""The resource line a sampled node-training run ends with (issue 32's target format)."""
+"""What a sampled node-training run reports of its resources: the line it ends with
+(issue 32's target format) and the bytes it read from storage."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import resource
 import sys
 from pathlib import Path
 
-__all__ = ["peak_rss_mib", "resource_line"]
+__all__ = ["peak_rss_mib", "resource_line", "storage_read_bytes"]
 
 
 def peak_rss_mib() -> float:
@@ -23,6 +24,20 @@ def peak_rss_mib() -> float:
                 return int(line.split()[1]) / 1024  # kB
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def storage_read_bytes() -> int | None:
+    """Bytes this process has caused to be read from storage so far (Linux: `read_bytes`
+    of /proc/self/io: page-cache misses, memory-mapped pages included; reads served from
+    the page cache do not count). None where the kernel does not say."""
+    try:
+        text = Path("/proc/self/io").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("read_bytes:"):
+            return int(line.split()[1])
+    return None
 
 
 def resource_line(steps: int, seconds: float, data_bytes: int) -> str:

@@ -18,6 +18,7 @@ from torch import Tensor
 from gnnforge.graph import Graph
 from gnnforge.ops import gather_rows
 from gnnforge.train._config import TrainConfig
+from gnnforge.train._resources import storage_read_bytes
 
 __all__ = ["SampledBatches", "step_key"]
 
@@ -38,10 +39,15 @@ class SampledBatches:
     the feature cache reads). Each batch is (blocks, input_nodes, seeds): blocks input
     layer first, input_nodes the [n] original ids whose features layer 0 reads, seeds the
     [b] labelled destinations.
+
+    With `count_reads` (data read from files, e.g. memory-mapped), the epoch statistics
+    include `storage_read_mib`: what this process read from storage between the epoch's
+    start and its last `record` (call it after the batch's features are gathered), so
+    evaluation is excluded; with `--workers` the workers' sampling reads are theirs.
     """
 
     def __init__(self, graph: Graph | Any, config: TrainConfig,
-                 features: Tensor | None = None) -> None:
+                 features: Tensor | None = None, count_reads: bool = False) -> None:
         from gnnforge.sampling import (DependentKeys, FeatureStore, LaborSampler,
                                        NeighborSampler)
 
@@ -58,6 +64,9 @@ class SampledBatches:
         self._epoch = 0
         self._edges = 0
         self._batches = 0
+        self.count_reads = count_reads and storage_read_bytes() is not None
+        self._read_bytes = 0          # this epoch's storage reads so far
+        self._read_mark = 0           # storage_read_bytes() at the last count
         self.steps = 0  # batches trained by this process, over every epoch
         self._resumed: dict[str, Any] | None = None  # counters to restore in start_epoch
 
@@ -67,12 +76,14 @@ class SampledBatches:
         seeds = NodeSeeds(train_nodes, self.config.batch_size, seed=self.config.seed)
         seeds.set_epoch(epoch)
         self._seeds, self._epoch = list(seeds), epoch
-        self._edges = self._batches = 0
+        self._edges = self._batches = self._read_bytes = 0
+        self._read_mark = storage_read_bytes() or 0
         if self.store is not None:
             self.store.reset_stats()
         resumed, self._resumed = self._resumed, None
         if resumed is not None and resumed["epoch"] == epoch:  # resuming mid-epoch
             self._edges, self._batches = resumed["edges"], resumed["batches"]
+            self._read_bytes = resumed.get("read_bytes", 0)
             if self.store is not None:
                 self.store.load_state_dict(resumed["store"])
         return len(self._seeds)
@@ -91,6 +102,10 @@ class SampledBatches:
         self._edges += sum(block.num_edges for block in blocks)
         self._batches += 1
         self.steps += 1
+        if self.count_reads:
+            mark = storage_read_bytes() or 0
+            self._read_bytes += mark - self._read_mark
+            self._read_mark = mark
 
     def features(self, x: Any, input_nodes: Tensor) -> Any:
         """[n, F] input features of `input_nodes` (x a tensor or SparseFeatures), through
@@ -105,13 +120,15 @@ class SampledBatches:
         stats = {"sampled_edges_per_batch": self._edges / max(self._batches, 1)}
         if self.store is not None:
             stats["cache_miss_rate"] = self.store.miss_rate
+        if self.count_reads:
+            stats["storage_read_mib"] = self._read_bytes / 2**20
         return stats
 
     def state_dict(self) -> dict[str, Any]:
         # The epoch's counters and the feature cache's contents decide the per-epoch
         # statistics (sampled edges per batch, cache miss rate), so they are saved too.
         return {"epoch": self._epoch, "edges": self._edges, "batches": self._batches,
-                "steps": self.steps,
+                "steps": self.steps, "read_bytes": self._read_bytes,
                 "store": None if self.store is None else self.store.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -153,6 +153,38 @@ def _mapped_file(address: int) -> str:
     return ""
 
 
+def _vm_flags(address: int) -> list[str]:
+    """The VmFlags of the mapping holding `address` (Linux /proc/self/smaps)."""
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if "-" in head[0] and ":" not in head[0]:  # a mapping's first line
+            low, high = (int(part, 16) for part in head[0].split("-"))
+            inside = low <= address < high
+        elif inside and line.startswith("VmFlags:"):
+            return head[1:]
+    return []
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux smaps only")
+def test_col_and_features_are_mapped_for_random_access(cache, monkeypatch):
+    data = load_synthetic_products(SMALL, progress=False)
+    assert "rr" in _vm_flags(data.x.data_ptr())          # MADV_RANDOM: no readahead
+    assert "rr" in _vm_flags(data.col.ctypes.data)
+    assert "rr" not in _vm_flags(data.rowptr.ctypes.data)
+    monkeypatch.setenv("GNNFORGE_MMAP_ADVICE", "normal")
+    plain = load_synthetic_products(SMALL, progress=False)
+    assert "rr" not in _vm_flags(plain.x.data_ptr())
+    assert torch.equal(plain.x[:7], data.x[:7])
+
+
+def test_an_unknown_map_advice_is_named(cache, monkeypatch):
+    monkeypatch.setenv("GNNFORGE_MMAP_ADVICE", "sequential")
+    with pytest.raises(ValueError, match="GNNFORGE_MMAP_ADVICE must be 'random' or "
+                                         "'normal', got 'sequential'"):
+        load_synthetic_products(SMALL, progress=False)
+
+
 def test_changed_version_or_parameters_regenerate(cache):
     data = load_synthetic_products(SMALL, progress=False)
     meta = json.loads((data.folder / "meta.json").read_text())
