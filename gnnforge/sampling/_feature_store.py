@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from gnnforge.ops import gather_rows
+
 __all__ = ["FeatureStore"]
 
 
@@ -74,14 +76,18 @@ admitted in batch order), and a miss evicts the least recently fetched rows. Row
         out = self.features.new_empty((ids.size, *self.features.shape[1:]))
         hit_pos = np.flatnonzero(hit)
         miss_pos = np.flatnonzero(~hit)
+        # Row gathers (gather_rows: the faster of index_select and the native copy) and
+        # index_copy_ scatters: several times faster than advanced-indexing assignment
+        # at a products batch's 580k rows.
         if hit_pos.size:
-            out[torch.from_numpy(hit_pos)] = self._cache[torch.from_numpy(slots[hit_pos])]
+            out.index_copy_(0, torch.from_numpy(hit_pos),
+                            gather_rows(self._cache, torch.from_numpy(slots[hit_pos])))
             self._last_used[slots[hit_pos]] = base + hit_pos
         if miss_pos.size:
-            miss_ids = torch.from_numpy(ids[miss_pos])
-            out[torch.from_numpy(miss_pos)] = self.features[miss_ids]
+            rows = gather_rows(self.features, torch.from_numpy(ids[miss_pos]))
+            out.index_copy_(0, torch.from_numpy(miss_pos), rows)
             stamps = base + ids.size + np.arange(miss_pos.size)  # misses after every hit
-            self._admit(ids[miss_pos], base, stamps, out[torch.from_numpy(miss_pos)])
+            self._admit(ids[miss_pos], base, stamps, rows)
         self.hits += int(hit_pos.size)
         self.misses += int(miss_pos.size)
         self.bytes_copied += int(miss_pos.size) * self._row_bytes
@@ -100,7 +106,7 @@ admitted in batch order), and a miss evicts the least recently fetched rows. Row
         self._node_in[victims] = ids[:take]
         self._slot_of[ids[:take]] = victims
         self._last_used[victims] = stamps[:take]
-        self._cache[torch.from_numpy(victims)] = rows[:take]
+        self._cache.index_copy_(0, torch.from_numpy(victims), rows[:take])
 
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run needs to serve (and count) the same hits and misses.

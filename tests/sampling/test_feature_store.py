@@ -75,3 +75,18 @@ def test_store_over_memory_mapped_rows_serves_the_file(tmp_path):
         assert torch.equal(store.fetch(ids), torch.from_numpy(rows)[ids])
     assert store.hits > 0 and store.misses + store.hits == 800
     assert store.bytes_copied == store.misses * 8 * 4
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_large_batches_take_the_native_gather_and_still_match_the_reference(dtype):
+    """Batches of 9,000 rows x 16 (past gather_rows' native threshold for floats), random
+    overlaps between batches, against the plain LRU and features[ids]."""
+    generator = torch.Generator().manual_seed(1)
+    features = torch.randint(-1000, 1000, (30_000, 16), generator=generator).to(dtype)
+    store = FeatureStore(features, capacity=12_000)
+    batches = [torch.randperm(30_000, generator=generator)[:9_000] for _ in range(5)]
+    batches.append(batches[-1].flip(0))              # all hits, in another order
+    for ids in batches:
+        assert torch.equal(store.fetch(ids), features[ids])
+    hits, misses = lru_ref([ids.tolist() for ids in batches], 12_000)
+    assert (store.hits, store.misses) == (hits, misses) and hits > 9_000
