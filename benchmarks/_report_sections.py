@@ -167,6 +167,8 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/scaling.py", "--sizes", "18,19,20,21,22,23", "--full-sizes",
              "18,19,20,21", "--steps", "50",
              "--repeats", "1", "--png", "docs/scaling.png")),
+        Run("larger_than_memory", "Larger than memory: 2^24 nodes (9.5 GiB of data) under an "
+            "8 GiB memory cgroup", ("benchmarks/larger_than_memory.py",)),
     )),
     Section("parsing", "Dataset parsing", (
         Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",
