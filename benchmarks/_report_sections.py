@@ -169,6 +169,8 @@ SECTIONS: tuple[Section, ...] = (
              "--repeats", "1", "--png", "docs/scaling.png")),
         Run("larger_than_memory", "Larger than memory: 2^24 nodes (9.5 GiB of data) under an "
             "8 GiB memory cgroup", ("benchmarks/larger_than_memory.py",)),
+        Run("larger_than_memory_labor", "The same with LABOR-0 sampling (kappa 1 and 256)",
+            ("benchmarks/larger_than_memory.py", "--configs", "labor"), on_page=False),
     )),
     Section("parsing", "Dataset parsing", (
         Run("edge_list", "Edge-list parsing vs np.loadtxt and pandas",

@@ -16,6 +16,10 @@ cgroup. The configurations change one thing at a time:
                   paper's kappa), which makes consecutive batches' input rows overlap
   readahead       "cache" with the kernel's default readahead on the maps
                   (GNNFORGE_MMAP_ADVICE=normal) instead of gnnforge's MADV_RANDOM
+  labor           "cache" and "cache, kappa K" sampling with LABOR-0 instead of NS: its
+                  variates belong to the source nodes, shared by every destination, so
+                  kappa keeps the same sources across consecutive batches (the paper's
+                  setting); NS draws per edge, and kappa changes little there
 
 Columns: seconds per step (training time / steps, the train CLI's own clock: sampling,
 gathering, forward, backward, Adam), the feature cache's hit rate, the bytes the process
@@ -53,19 +57,23 @@ from _memory_limit import evict_from_page_cache, run_limited  # noqa: E402
 _RESOURCES = re.compile(r"^steps/s=([\d.]+) peak_rss_mib=(\d+) data_mib=(\d+)$", re.M)
 
 
-CONFIGS = ("none", "cache", "kappa", "readahead")
+CONFIGS = ("none", "cache", "kappa", "readahead", "labor")
 
 
 def configurations(args) -> list[tuple[str, list[str], dict[str, str]]]:
     """(label, extra train flags, extra environment) per row of --configs, one change at a
-    time: none, cache, kappa (one row per --kappas value), readahead."""
+    time: none, cache, kappa (one row per --kappas value), readahead, labor (cache and
+    kappa 1 then each --kappas value, sampling with LABOR-0 instead of NS)."""
     cache = ["--cache-size", str(args.cache_rows)]
     rows = {"none": [("no cache, kappa 1", [], {})],
             "cache": [(f"cache {args.cache_rows:,} rows, kappa 1", cache, {})],
             "kappa": [(f"cache {args.cache_rows:,} rows, kappa {kappa}",
                        cache + ["--dependent", str(kappa)], {}) for kappa in args.kappas],
             "readahead": [(f"cache {args.cache_rows:,} rows, kappa 1, kernel readahead",
-                           cache, {"GNNFORGE_MMAP_ADVICE": "normal"})]}
+                           cache, {"GNNFORGE_MMAP_ADVICE": "normal"})],
+            "labor": [(f"LABOR-0, cache {args.cache_rows:,} rows, kappa {kappa}",
+                       cache + ["--sampler", "labor", "--dependent", str(kappa)], {})
+                      for kappa in [1, *args.kappas]]}
     return [row for name in args.configs for row in rows[name]]
 
 

@@ -63,14 +63,15 @@ def test_the_benchmark_runs_every_configuration_on_a_tiny_graph(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "larger_than_memory.py"),
                           "--log2", "12", "--steps", "3", "--limit-gib", "2",
                           "--cache-rows", "500", "--kappas", "4",
-                          "--configs", "none,cache,kappa,readahead"],
+                          "--configs", "none,cache,kappa,readahead,labor"],
                          capture_output=True, text=True, cwd=ROOT, timeout=900, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    rows = [line for line in out.stdout.splitlines() if line.startswith("| cache")
-            or line.startswith("| no cache")]
+    rows = [line for line in out.stdout.splitlines() if line.startswith(("| cache", "| no cache",
+                                                                            "| LABOR"))]
     labels = [row.split(" | ")[0] for row in rows]
     assert labels == ["| no cache, kappa 1", "| cache 500 rows, kappa 1",
-                      "| cache 500 rows, kappa 4", "| cache 500 rows, kappa 1, kernel readahead"]
+                      "| cache 500 rows, kappa 4", "| cache 500 rows, kappa 1, kernel readahead",
+                      "| LABOR-0, cache 500 rows, kappa 1", "| LABOR-0, cache 500 rows, kappa 4"]
     assert "n/a (no cache)" in rows[0] and "%" in rows[1] and "failed" not in out.stdout
     assert "storage reads per epoch (MiB)" in out.stdout
 
