@@ -113,7 +113,7 @@ SECTIONS: tuple[Section, ...] = (
             ("-m", "gnnforge.cli", "sample", "--graph", "musae-git,rmat", "--curve",
              "--batch-sizes", "64,256,1024,4096", "--batches", "2", "--no-progress")),
         Run("cooperative", "Cooperative vs independent minibatching at P = 2",
-            ("benchmarks/sampling.py", "cooperative")),
+            ("benchmarks/sampling.py", "cooperative"), on_page=False),
         Run("cache", "Feature-cache miss rate vs kappa (dependent minibatches)",
             ("benchmarks/sampling.py", "cache")),
         Run("memory", "Sampling memory vs graph size", ("benchmarks/scale_out.py", "memory"),
