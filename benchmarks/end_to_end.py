@@ -872,6 +872,10 @@ def main() -> int:
     parser.add_argument("--products-gcn", action="store_true",
                         help="--products: full-graph GCN 2x256 instead (training step and "
                              "inference, median of --products-steps after one)")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="--products: every side again with glibc keeping freed blocks "
+                             "for reuse (GLIBC_TUNABLES mmap_max=0, a 16 GiB trim "
+                             "threshold), as a tuned allocator would")
     parser.add_argument("--products-side", choices=("gnnforge", "DGL", "PyG"),
                         help=argparse.SUPPRESS)  # the child process of --products
     args = parser.parse_args()

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops import _cpu, _mkl, _native, _native_binary, _native_build
+from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad_cpu
 from gnnforge.ops._kernel_class import KernelClass
 
@@ -121,17 +122,26 @@ def native_variants() -> list[str]:
 @functools.lru_cache(maxsize=None)
 def fixed_gather(name: str) -> Callable[[Tensor, Tensor], Tensor]:
     """x[index] for 2-D contiguous x and 1-D index, by backend `name`: 'torch'
-    (index_select) or a native build's copy-sum over one in-edge per row (the same values:
-    whole vectors are loaded and multiplied by 1; the scalar tail of a width that is not
-    a whole number of vectors adds to 0, so a -0.0 there comes back as +0.0)."""
+    (index_select) or a native build's copy-sum over one in-edge per row (the same bits:
+    the native kernel copies each such row whole).
+
+    Both write into the native kernels' reused output buffers (`_buffers`), so the race
+    compares the copies, not whether an output is faulted in afresh: on a products-sized
+    gather (580k random 400-byte rows) a fresh index_select output cost as much as the copy.
+    """
     if name == "torch":
-        return lambda x, index: x.index_select(0, index)
+        return _pooled_index_select
     kernel = fixed_spmm(name)
 
     def gather(x: Tensor, index: Tensor) -> Tensor:
         rowptr = torch.arange(index.shape[0] + 1, dtype=index.dtype)
         return kernel(rowptr, index, index, x, None, "copy_lhs", "sum", False)[0]
     return gather
+
+
+def _pooled_index_select(x: Tensor, index: Tensor) -> Tensor:
+    out = pooled_empty((index.shape[0], x.shape[1]), x.dtype)
+    return torch.index_select(x, 0, index, out=out)
 
 
 def candidates(kernel_class: KernelClass) -> list[str]:

@@ -1,15 +1,17 @@
 """`gather_rows(x, index)`: x[index] for the input features of a sampled minibatch.
 
 A sampled GraphSAGE step on the products-sized graph gathers about 580,000 rows of 100
-floats (233 MB) from a 2.45M-row feature matrix; torch's index_select took about 300 ms
-of it on one thread, the native copy kernel, which prefetches the rows it is about to
-read, about 145 ms (AVX2 build, same machine and run). Which one runs is measured per
-kernel class like every other kernel (`gnnforge tune`, or on first use), between the
-native builds and index_select (equal values; a -0.0 in the native kernels' scalar tail
-comes back as +0.0). Unlike the aggregations, a gather is not re-raced on its real input:
-such a trial holds several outputs of the batch's size at once (the products-sized
-benchmark's peak RSS rose by 870 MiB with them), and a gather's cost depends on little
-but its size, which the class already says.
+floats (233 MB) from a 2.45M-row feature matrix. On one thread (2026-11-29, noisy VM):
+torch's index_select 310-400 ms into a fresh output, of which about 150 ms are page faults
+on that output, and 170-190 ms into a reused one; the native copy kernel 385 ms while it
+ran a 100-float row as one in-edge of a general row (no prefetch across rows), 160-240 ms
+since it copies rows of one in-edge whole. Which one runs is measured per kernel class
+like every other kernel (`gnnforge tune`, or on first use), between the native builds and
+index_select, both writing into reused output buffers (same bits). Unlike the
+aggregations, a gather is not re-raced on its real input: such a trial holds several
+outputs of the batch's size at once (the products-sized benchmark's peak RSS rose by 870
+MiB with them), and a gather's cost depends on little but its size, which the class
+already says.
 """
 
 from __future__ import annotations

@@ -183,3 +183,25 @@ def test_products_gcn_sides_compute_the_same_model():
         assert gcn_row(result, "").startswith(f"| {side} | ")
     accuracies = [result["accuracy"] for result in results]
     assert max(accuracies) - min(accuracies) <= 0.01  # equal but for near-tied logits
+
+
+def test_keep_freed_memory_runs_every_side_again_under_the_glibc_tunables():
+    """--keep-freed-memory: a second row per side, whose child ran with glibc's tunables."""
+    load_script("end_to_end")
+    from _end_to_end_products import KEEP_FREED, KEEP_FREED_LABEL, allocator_settings
+
+    plain = allocator_settings(argparse.Namespace(keep_freed_memory=False))
+    both = allocator_settings(argparse.Namespace(keep_freed_memory=True))
+    assert plain == [("", {})]
+    assert both == [("", {}), (f" ({KEEP_FREED_LABEL})", {"GLIBC_TUNABLES": KEEP_FREED})]
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
+                          "--products", "--products-nodes", "2048", "--products-steps", "1",
+                          "--keep-freed-memory"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    sides = [line.split(" | ")[0].removeprefix("| ") for line in out.stdout.splitlines()
+             if line.startswith("| ") and not line.startswith(("| side", "| ---"))]
+    assert sides == ["gnnforge", "DGL", "PyG"] + [f"{side} ({KEEP_FREED_LABEL})"
+                                                  for side in ("gnnforge", "DGL", "PyG")]
+    assert "failed" not in out.stdout
