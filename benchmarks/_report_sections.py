@@ -156,7 +156,8 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/end_to_end.py",), peer=True),
         Run("products", "Sampled GraphSAGE on the products-sized graph (2.45M nodes), each "
             "side in its own process", ("benchmarks/end_to_end.py", "--products",
-                                        "--products-steps", "30"), peer=True),
+                                        "--products-steps", "30", "--keep-freed-memory"),
+            peer=True),
         Run("products_threads2", "The same at 2 threads (every side's pools)",
             ("benchmarks/end_to_end.py", "--products", "--products-steps", "30", "--threads",
              "2"), peer=True, on_page=False),
