@@ -160,7 +160,7 @@ SECTIONS: tuple[Section, ...] = (
             peer=True),
         Run("products_threads2", "The same at 2 threads (every side's pools)",
             ("benchmarks/end_to_end.py", "--products", "--products-steps", "30", "--threads",
-             "2"), peer=True, on_page=False),
+             "2", "--keep-freed-memory"), peer=True, on_page=False),
         Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
             "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
                         "--products-steps", "1"), peer=True),
