@@ -2,10 +2,10 @@
 
 A sampled GraphSAGE step on the products-sized graph gathers about 580,000 rows of 100
 floats (233 MB) from a 2.45M-row feature matrix. On one thread (2026-11-29, noisy VM):
-torch's index_select 310-400 ms into a fresh output, of which about 150 ms are page faults
-on that output, and 170-190 ms into a reused one; the native copy kernel 385 ms while it
-ran a 100-float row as one in-edge of a general row (no prefetch across rows), 160-240 ms
-since it copies rows of one in-edge whole. Which one runs is measured per kernel class
+torch's index_select 310-400 ms into a fresh output (page faults on that output) and
+90-190 ms into a reused one; the native copy kernel 385 ms while it ran a 100-float row
+as one in-edge of a general row (no prefetch across rows), 90-185 ms since it copies rows
+of one in-edge whole (each pair in one process; the runs differ more than the kernels). Which one runs is measured per kernel class
 like every other kernel (`gnnforge tune`, or on first use), between the native builds and
 index_select, both writing into reused output buffers (same bits). Unlike the
 aggregations, a gather is not re-raced on its real input: such a trial holds several
