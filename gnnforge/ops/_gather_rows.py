@@ -3,15 +3,17 @@
 A sampled GraphSAGE step on the products-sized graph gathers about 580,000 rows of 100
 floats (233 MB) from a 2.45M-row feature matrix. On one thread (2026-11-29, noisy VM):
 torch's index_select 310-400 ms into a fresh output (page faults on that output) and
-90-190 ms into a reused one; the native copy kernel 385 ms while it ran a 100-float row
-as one in-edge of a general row (no prefetch across rows), 90-185 ms since it copies rows
-of one in-edge whole (each pair in one process; the runs differ more than the kernels). Which one runs is measured per kernel class
-like every other kernel (`gnnforge tune`, or on first use), between the native builds and
-index_select, both writing into reused output buffers (same bits). Unlike the
-aggregations, a gather is not re-raced on its real input: such a trial holds several
-outputs of the batch's size at once (the products-sized benchmark's peak RSS rose by 870
-MiB with them), and a gather's cost depends on little but its size, which the class
-already says.
+90-190 ms into a reused one; the native copy kernel 385 ms, which runs a 100-float row
+(not one register block) as a general row whose prefetch stays within its in-edges, so
+nothing is in flight. A native copy of one-edge rows measured 90-185 ms but was reverted:
+a kernel edit needs a refit of the planner's shipped cost models (docs/planner.md).
+Which one runs is measured per kernel class like every other kernel (`gnnforge tune`, or
+on first use), between the native builds and index_select, both writing into reused
+output buffers (equal values; a -0.0 in the native kernels' scalar tail comes back as
++0.0). The class is timed on 64-float rows, one register block, where the native kernel
+wins. Unlike the aggregations, a gather is not re-raced on its real input: such a trial
+holds several outputs of the batch's size at once (the products-sized benchmark's peak RSS
+rose by 870 MiB with them).
 """
 
 from __future__ import annotations

@@ -177,26 +177,6 @@ void sum_rows_narrow(const I* ptr, const I* index, const T* x, T* out, int64_t f
   }
 }
 
-// A chunk whose rows have one in-edge each is a row gather (`gather_rows` runs this with
-// one edge per row): each row is copied whole (memcpy, as torch's index_select; the same
-// bits, -0.0 included), and true is returned. The register-block paths below prefetch only
-// within a row's in-edges unless the row is one block, so a gather of 100-float rows had
-// nothing in flight: 580k random 400-byte rows of the products-sized features took 385 ms,
-// 90-185 ms copied, index_select into a reused output 90-115 (one thread, three runs on a
-// noisy VM). Streaming stores, or a prefetch before the copies, made the copies slower
-// (310, 230 ms).
-template <class T, class I>
-bool copy_rows(const I* ptr, const I* index, const T* x, T* out, int64_t first,
-               int64_t last, int64_t width) {
-  if (ptr[last] - ptr[first] != last - first) return false;
-  for (int64_t v = first; v < last; ++v)
-    if (ptr[v + 1] - ptr[v] != 1) return false;
-  const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
-  for (int64_t v = first; v < last; ++v)
-    std::memcpy(out + v * width, x + static_cast<int64_t>(index[ptr[v]]) * width, row_bytes);
-  return true;
-}
-
 // out[v] = sum (mean) over entries j of row v of x[index[j]] (times weight[index[j]]), in
 // B-byte vectors.
 template <class T, class I, bool kW, int B>
@@ -210,7 +190,6 @@ void spmm_sum_vectors(const I* ptr, const I* index, const T* x, T* out, int64_t 
                          width % L == 0 && reinterpret_cast<uintptr_t>(out) % B == 0;
   const int64_t exact = width % L == 0 ? width / L : 0;
   parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
-    if (!kW && copy_rows(ptr, index, x, out, first, last, width)) return;
     if (width < L && width <= 7) {
       switch (width) {
 #define GF_CASE(n) case n: sum_rows_narrow<T, I, n, kW>(ptr, index, x, out, first, last, mean, \
