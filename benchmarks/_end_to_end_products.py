@@ -224,7 +224,7 @@ def print_result(result: dict[str, Any]) -> None:
 # step that allocates large activations page-faults (and the kernel zeroes) them anew each
 # time. With these tunables the blocks come from glibc's heap and freed ones are kept for
 # reuse: what a user gets from a tuned allocator (jemalloc/tcmalloc, as CPU tuning guides
-# advise). The products rows ran both ways (2026-11-29): DGL's step fell 2.1x, ours 1.15x.
+# advise). At one thread (2026-11-29, end_to_end.products) DGL's step fell 1.66x, ours 1.32x.
 KEEP_FREED = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184"
 KEEP_FREED_LABEL = "glibc keeps freed memory"
 
