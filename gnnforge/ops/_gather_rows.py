@@ -7,13 +7,16 @@ torch's index_select 310-400 ms into a fresh output (page faults on that output)
 (not one register block) as a general row whose prefetch stays within its in-edges, so
 nothing is in flight. A native copy of one-edge rows measured 90-185 ms but was reverted:
 a kernel edit needs a refit of the planner's shipped cost models (docs/planner.md).
-Which one runs is measured per kernel class like every other kernel (`gnnforge tune`, or
+Which one runs is measured like every other kernel: per kernel class (`gnnforge tune`, or
 on first use), between the native builds and index_select, both writing into reused
 output buffers (equal values; a -0.0 in the native kernels' scalar tail comes back as
 +0.0). The class is timed on 64-float rows, one register block, where the native kernel
-wins. Unlike the aggregations, a gather is not re-raced on its real input: such a trial
-holds several outputs of the batch's size at once (the products-sized benchmark's peak RSS
-rose by 870 MiB with them).
+wins (60 vs 91 ms), and its verdict covered 64-255-float rows alike. So, as the
+aggregations re-race close candidates on their real graph (`_trials`), the first large
+gather from a feature matrix times the contenders on its real rows and keeps the winner
+for every later gather from that matrix. The trial runs on the first `TRIAL_ROWS` of the
+index, not the whole batch: a whole-batch trial holds one batch-sized output per
+contender (the products-sized benchmark's peak RSS rose by 870 MiB with them).
 """
 
 from __future__ import annotations
@@ -21,14 +24,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from gnnforge.ops import _calibration, _cpu_kernels, _native
-from gnnforge.ops._kernel_class import classify
+from gnnforge.ops import _calibration, _cpu_kernels, _native, _trials
+from gnnforge.ops._kernel_class import KernelClass, classify
 
 __all__ = ["gather_rows"]
 
 # Below this many gathered elements index_select runs: the selection's lookup and the
 # native call's setup cost more than they save.
 MIN_ELEMENTS = 1 << 16
+# Rows of the index a trial gathers (26 MB of 100-float rows: past the caches, so the copies
+# wait on memory as the whole batch's do).
+TRIAL_ROWS = 1 << 16
 
 
 def gather_rows(x: Tensor, index: Tensor) -> Tensor:
@@ -51,7 +57,17 @@ def gather_rows(x: Tensor, index: Tensor) -> Tensor:
     width = x.shape[1]
     kernel_class = classify(_cpu_kernels.GATHER, "-", x.dtype, index.dtype, width,
                             index.shape[0] * width * x.element_size())
-    return _cpu_kernels.fixed_gather(_calibration.choice(kernel_class, _cpu_kernels))(x, index)
+    return _cpu_kernels.fixed_gather(_choice(kernel_class, x, index))(x, index)
+
+
+def _choice(kernel_class: KernelClass, x: Tensor, index: Tensor) -> str:
+    """The candidate for gathers from `x`: the calibration's, refined by a trial on the
+    first `TRIAL_ROWS` of `index` (one per feature matrix and index dtype, `_trials`)."""
+    calibrated = _calibration.choice(kernel_class, _cpu_kernels)
+    sample = index[:TRIAL_ROWS]
+    matrix = (x.data_ptr(), x.shape[0], x.shape[1], index.element_size())
+    return _trials.choose(kernel_class, calibrated, matrix, sample.numel() * x.shape[1],
+                          lambda name: _cpu_kernels.fixed_gather(name)(x, sample))
 
 
 def _native_path(x: Tensor, index: Tensor) -> bool:

@@ -47,7 +47,7 @@ import torch
 from gnnforge.ops import _tuning_record
 from gnnforge.ops._kernel_class import KernelClass, representative_work
 
-__all__ = ["class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
+__all__ = ["choose", "class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
 
 _CONTENDER_RATIO = 2.0
 _FAR_FACTOR = 4
@@ -124,20 +124,40 @@ def run(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
         work: elements the call gathers (edges x width): small calls are not timed.
         call: runs the named candidate and returns its result.
     """
+    plan = _plan(kernel_class, calibrated, graph, work)
+    if isinstance(plan, str):
+        return call(plan)
+    return _trial(kernel_class, graph, work, plan, call)[1]
+
+
+def choose(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
+           call: Callable[[str], object]) -> str:
+    """The name of the candidate `run` would call on `graph`, timing contenders through
+    `call` where `run` would. For a caller whose trial runs on a bounded sample of its real
+    input and then runs the winner on all of it (the row gather, `_gather_rows`: a trial on
+    the whole batch would hold one batch-sized output per contender). `work` is the
+    sample's."""
+    plan = _plan(kernel_class, calibrated, graph, work)
+    if isinstance(plan, str):
+        return plan
+    return _trial(kernel_class, graph, work, plan, call)[0]
+
+
+def _plan(kernel_class: KernelClass, calibrated: str, graph: GraphKey,
+          work: int) -> str | list[str]:
+    """The candidate to run without a trial, or the contenders to time (two or more)."""
     if not enabled():
-        return call(calibrated)
+        return calibrated
     decided = _by_graph.get((kernel_class, graph))     # this graph's own trial first
     if decided is None:
         decided = _settled.get((kernel_class, size_bucket(work)))
     if decided is not None:
-        return call(decided)
+        return decided
     if work < _MIN_WORK:
-        return call(calibrated)
+        return calibrated
     with _lock:
         names = _names_for_new_graph(kernel_class, calibrated, work)
-    if len(names) == 1:
-        return call(names[0])
-    return _trial(kernel_class, graph, work, names, call)
+    return names[0] if len(names) == 1 else names
 
 
 def size_bucket(work: int) -> int:
@@ -169,8 +189,8 @@ def _settle_if_done(size: SizeKey, names: list[str]) -> None:
 
 
 def _trial(kernel_class: KernelClass, graph: GraphKey, work: int,
-           names: list[str], call: Callable[[str], Result]) -> Result:
-    """Time each of `names` on the real input; record and return the winner's result.
+           names: list[str], call: Callable[[str], Result]) -> tuple[str, Result]:
+    """Time each of `names` on the real input; record and return the winner and its result.
 
     Only a contender whose result has the same bits as the calibrated choice's (`names[0]`)
     may win, so a trial never changes what a call computes: a resumed run in another
@@ -209,7 +229,7 @@ def _trial(kernel_class: KernelClass, graph: GraphKey, work: int,
                          "calibrated": names[0], "different_bits": differs,
                          "ms": {name: round(1e3 * min(values), 4)
                                 for name, values in seconds.items()}})
-    return results[winner]
+    return winner, results[winner]
 
 
 def _same_bits(one: object, other: object) -> bool:

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gnnforge.ops import _cpu_kernels, gather_rows
-from gnnforge.ops._kernel_class import KernelClass
+from gnnforge.ops import _cpu_kernels, _gather_rows, _trials, _tuning_record, gather_rows
+from gnnforge.ops._kernel_class import KernelClass, classify
 
 
 def _inputs(rows, width, count, dtype, index_dtype, seed):
@@ -65,3 +65,42 @@ def test_out_of_range_indices_are_named():
     index[1234] = -1
     with pytest.raises(IndexError, match=r"index\[1234\] = -1"):
         gather_rows(x, index)
+
+
+def test_the_first_large_gather_races_on_a_sample_of_its_rows(monkeypatch):
+    """A class calibrated for the native copy, where the real rows favour index_select (a
+    fake clock): the trial gathers only the index's first TRIAL_ROWS, the whole gather runs
+    the winner, and later gathers from the same matrix run it without a trial."""
+    x, index = _inputs(3000, 100, 5000, torch.float32, torch.int64, seed=2)
+    if not _gather_rows._native_path(x, index):
+        pytest.skip("no native build here: every gather is index_select")
+    monkeypatch.setattr(_gather_rows, "TRIAL_ROWS", 1024)
+    kernel_class = classify(_cpu_kernels.GATHER, "-", x.dtype, index.dtype, 100,
+                            index.shape[0] * 100 * 4)
+    native = _cpu_kernels.candidates(kernel_class)[0]
+    monkeypatch.delenv("GNNFORGE_KERNEL_TRIALS", raising=False)
+    monkeypatch.setattr(_tuning_record, "recorded", lambda cls: native)
+    monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {kernel_class.key(): {
+        "choice": native, "min_ms": {native: 60.0, "torch": 91.0}}})
+    now, rows = [0.0], []
+    monkeypatch.setattr(_trials, "_clock", lambda: now[0])
+    real = _cpu_kernels.fixed_gather
+
+    def timed(name):
+        def gather(x, index):
+            rows.append((name, index.shape[0]))
+            now[0] += 1.0 if name == "torch" else 3.0
+            return real(name)(x, index)
+        return gather
+    monkeypatch.setattr(_cpu_kernels, "fixed_gather", timed)
+    _trials.forget()
+    try:
+        assert torch.equal(gather_rows(x, index), x.index_select(0, index))
+        assert rows[-1] == ("torch", 5000)                 # the whole gather: the winner
+        assert {count for _, count in rows[:-1]} == {1024}  # the trial: a sample only
+        assert {name for name, _ in rows[:-1]} == {native, "torch"}
+        rows.clear()
+        assert torch.equal(gather_rows(x, index[:4000]), x.index_select(0, index[:4000]))
+        assert rows == [("torch", 4000)]
+    finally:
+        _trials.forget()

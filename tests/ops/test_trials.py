@@ -293,3 +293,15 @@ def test_a_graph_keeps_its_own_decision_after_the_class_settles(calibrated):
     result = _trials.run(SUM64, CALIBRATED, (30,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
     assert result.ran == "numba"
     assert calls == ["numba"]
+
+
+def test_choose_names_the_winner_and_then_decides_without_calls(calibrated):
+    calls, runner = calibrated
+    call = runner({"numba": 3.0, "native:sse2": 1.0})
+    assert _trials.choose(SUM64, CALIBRATED, (11,), BIG, call) == "native:sse2"
+    assert calls.count("native:sse2") == _trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS
+    calls.clear()
+    assert _trials.choose(SUM64, CALIBRATED, (11,), BIG, call) == "native:sse2"
+    assert calls == []                                   # the caller runs it, not choose
+    assert _trials.choose(SUM64, CALIBRATED, (12,), _trials._MIN_WORK - 1, call) == CALIBRATED
+    assert calls == []
