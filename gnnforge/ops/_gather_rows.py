@@ -16,7 +16,9 @@ aggregations re-race close candidates on their real graph (`_trials`), the first
 gather from a feature matrix times the contenders on its real rows and keeps the winner
 for every later gather from that matrix. The trial runs on the first `TRIAL_ROWS` of the
 index, not the whole batch: a whole-batch trial holds one batch-sized output per
-contender (the products-sized benchmark's peak RSS rose by 870 MiB with them).
+contender (the products-sized benchmark's peak RSS rose by 870 MiB with them). So the
+trial's same-bits check covers the sample only: past it, where index_select wins, a -0.0
+in a native build's scalar tail stays -0.0 (x's own bits) instead of turning +0.0.
 """
 
 from __future__ import annotations
