@@ -1,24 +1,15 @@
 """`gather_rows(x, index)`: x[index] for the input features of a sampled minibatch.
 
-A sampled GraphSAGE step on the products-sized graph gathers about 580,000 rows of 100
-floats (233 MB) from a 2.45M-row feature matrix. On one thread (2026-11-29, noisy VM):
-torch's index_select 310-400 ms into a fresh output (page faults on that output) and
-90-190 ms into a reused one; the native copy kernel 385 ms, which runs a 100-float row
-(not one register block) as a general row whose prefetch stays within its in-edges, so
-nothing is in flight. A native copy of one-edge rows measured 90-185 ms but was reverted:
-a kernel edit needs a refit of the planner's shipped cost models (docs/planner.md).
-Which one runs is measured like every other kernel: per kernel class (`gnnforge tune`, or
-on first use), between the native builds and index_select, both writing into reused
-output buffers (equal values; a -0.0 in the native kernels' scalar tail comes back as
-+0.0). The class is timed on 64-float rows, one register block, where the native kernel
-wins (60 vs 91 ms), and its verdict covered 64-255-float rows alike. So, as the
-aggregations re-race close candidates on their real graph (`_trials`), the first large
-gather from a feature matrix times the contenders on its real rows and keeps the winner
-for every later gather from that matrix. The trial runs on the first `TRIAL_ROWS` of the
-index, not the whole batch: a whole-batch trial holds one batch-sized output per
-contender (the products-sized benchmark's peak RSS rose by 870 MiB with them). So the
-trial's same-bits check covers the sample only: past it, where index_select wins, a -0.0
-in a native build's scalar tail stays -0.0 (x's own bits) instead of turning +0.0.
+Candidates: the native builds' copy kernel and index_select, both writing into reused
+output buffers (`_buffers`; equal values, but a -0.0 in a native build's scalar tail comes
+back as +0.0). The kernel class's calibration times them on 64-float rows, one register
+block, where the native copy wins (60 vs 91 ms); on wider rows its general path keeps
+nothing in flight (products-sized step, 580k random 100-float rows, one thread: native
+385 ms, index_select about 95). So the first large gather from a feature matrix re-races
+the close candidates on its real rows (`_trials`, as the aggregations do on their graph)
+and keeps the winner for that matrix. The race runs on the index's first `TRIAL_ROWS`, not
+the whole batch, which would hold one batch-sized output per candidate (+870 MiB peak RSS
+on the products-sized benchmark); its same-bits check therefore covers that sample only.
 """
 
 from __future__ import annotations
