@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge import ops
 from gnnforge._static_shapes import static_shapes
 from gnnforge.graph import Graph, GraphBatch
 from gnnforge.nn._gin_conv import GINConv
@@ -103,7 +104,7 @@ class GINClassifier(nn.Module):
         scores = 0
         for head, layer in zip(self.heads, layers):
             pooled = readout(layer, node_graph, num_graphs, mask)             # [B, D_l]
-            scores = scores + F.dropout(head(pooled), self.dropout, self.training)
+            scores = scores + ops.dropout(head(pooled), self.dropout, self.training)
         return scores                                                          # [B, classes]
 
     def one_hot(self, x: Tensor) -> Tensor:

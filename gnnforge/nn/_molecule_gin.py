@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge import ops
 from gnnforge._static_shapes import static_shapes
 from gnnforge.graph import GraphBatch
 from gnnforge.nn._bag_sum import bag_sum
@@ -200,7 +201,7 @@ class MoleculeGIN(nn.Module):
             h = norm(mlp(h, mask), mask)
             if layer != last:
                 h = F.relu(h)
-            h = F.dropout(h, self.dropout, self.training)
+            h = ops.dropout(h, self.dropout, self.training)
         return self.head(self._readout(batch, h))
 
     def _bond_tables(self, edge_attr: Tensor):

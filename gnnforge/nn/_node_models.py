@@ -9,6 +9,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge import ops
 from gnnforge.nn._gcn_conv import GCNConv
 from gnnforge.nn._sage_conv import SAGEConv
 from gnnforge.nn._sparse_features import SparseFeatures
@@ -99,7 +100,7 @@ class NodeClassifier(nn.Module):
             if exchange is not None:
                 x = exchange[layer](x)
             x = (x.dropout(self.dropout, self.training) if isinstance(x, SparseFeatures)
-                 else F.dropout(x, self.dropout, self.training))
+                 else ops.dropout(x, self.dropout, self.training))
             x = conv(block, x)
             if layer != len(self.convs) - 1:
                 x = _ACTIVATIONS[self.activation](x)

@@ -75,10 +75,7 @@ class SparseFeatures:
             raise ValueError(f"SparseFeatures.dropout: p must lie in [0, 1], got {p}")
         if not training or p == 0.0:
             return self
-        if p == 1.0:
-            return SparseFeatures(self.structure, torch.zeros_like(self.values), self.shape)
-        keep = torch.empty_like(self.values).bernoulli_(1.0 - p)
-        return SparseFeatures(self.structure, self.values * keep / (1.0 - p), self.shape)
+        return SparseFeatures(self.structure, ops.dropout(self.values, p), self.shape)
 
     def rows(self, index: Tensor) -> SparseFeatures:
         """The [len(index), F] matrix of rows `index` (int64, any order, repeats allowed)."""

@@ -8,14 +8,16 @@ default backend, `auto`, runs per kernel class the candidate measured fastest on
 machine (`tune` measures them up front; `kernel_choices`, `measured_classes` and
 `machine_fingerprint` say what was chosen and where; where candidates were close,
 the first call on a graph times them on it, `kernel_trials` lists those decisions).
-`dense_product` runs the layers' GEMMs on the library (torch's or oneDNN) measured
-fastest for each product class on this machine. See docs/kernels.md.
+`dropout` is torch's with a mask hashed from a seed and the element's index (one
+vectorised pass on CPU). `dense_product` runs the layers' GEMMs on the library (torch's
+or oneDNN) measured fastest for each product class on this machine. See docs/kernels.md.
 """
 
 from gnnforge.ops._auto_kernels import tune
 from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
 from gnnforge.ops._dense_product import dense_product, dense_product_plus
 from gnnforge.ops._dispatch import BACKENDS, use_backend
+from gnnforge.ops._dropout import dropout
 from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._gather_rows import gather_rows
 from gnnforge.ops._generic import gsddmm, gspmm
@@ -70,6 +72,7 @@ __all__ = [
     "copy_v",
     "dense_product",
     "dense_product_plus",
+    "dropout",
     "e_add_v",
     "e_div_v",
     "e_dot_v",
