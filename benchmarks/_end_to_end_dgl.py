@@ -98,13 +98,14 @@ class DglSAGE(nn.Module):
                 conv.fc_self.weight.copy_(source.lin_r.weight)
                 conv.fc_self.bias.copy_(source.lin_l.bias)
             self.convs.append(conv)
+        self.dropout = getattr(reference, "dropout", 0.0)  # nn.Dropout in DGL's example
 
     def forward(self, blocks, x):
         last = len(self.convs) - 1
         for i, (conv, block) in enumerate(zip(self.convs, blocks)):
             x = conv(block, x)
             if i != last:
-                x = F.relu(x)
+                x = F.dropout(F.relu(x), self.dropout, self.training)
         return x
 
 

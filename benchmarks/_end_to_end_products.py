@@ -1,6 +1,9 @@
 """end_to_end.py --products: sampled GraphSAGE on synthetic-products, each side alone.
 
-The workload: GraphSAGE-mean, 3 layers, hidden 256, fanouts [15, 10, 5], batch 1024, a
+The workload: GraphSAGE-mean, 3 layers, hidden 256, fanouts [15, 10, 5], batch 1024,
+dropout 0.5 after each hidden ReLU (DGL's and PyG's ogbn-products examples; each side
+its library's dropout: gnnforge's `ops.dropout`, torch's for DGL and PyG, as their
+examples call it; `--products-dropout` sets it, 0 for none), a
 fixed number of optimiser steps (Adam, lr 0.003) on `gnnforge.data.load_synthetic_products`
 (ogbn-products' shape: 100 features, 47 classes, its split proportions; see
 gnnforge/data/_synthetic_products.py). Every side starts from the same weights (gnnforge's
@@ -26,6 +29,7 @@ the same seeded EVAL_NODES test nodes for every side, each sampling with its own
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -95,16 +99,18 @@ def _accuracy(model, batches, forward) -> tuple[int, int]:
     return correct, total
 
 
-def run_side(side: str, nodes: int, steps: int, models: dict[str, Any]) -> dict[str, Any]:
+def run_side(side: str, nodes: int, steps: int, models: dict[str, Any],
+             dropout: float = 0.0) -> dict[str, Any]:
     """One side's measurements (in this process): models holds end_to_end's OurSAGE,
-    PygSAGE and pyg_loader_forward, and for DGL the imported module as "dgl"."""
+    PygSAGE and pyg_loader_forward, and for DGL the imported module as "dgl"; `dropout`
+    after each hidden ReLU (each side its library's: gnnforge `ops.dropout`, torch's)."""
     from gnnforge.data import load_synthetic_products
 
     baseline = peak_rss_mib()  # torch, the peer and the script imported
     data = load_synthetic_products(nodes, progress=False)
     classes = int(data.meta["spec"]["num_classes"])
     torch.manual_seed(0)
-    ours = models["OurSAGE"](data.x.shape[1], HIDDEN, classes)
+    ours = models["OurSAGE"](data.x.shape[1], HIDDEN, classes, dropout)
     test = eval_nodes(data.test)
     work = None  # the sampled work per step, measured on our side (scaling.py)
     if side == "gnnforge":
@@ -114,7 +120,7 @@ def run_side(side: str, nodes: int, steps: int, models: dict[str, Any]) -> dict[
 
         seconds, (correct, total) = _dgl(models["dgl"], data, DglSAGE(ours), steps, test)
     else:
-        theirs = models["PygSAGE"](data.x.shape[1], HIDDEN, classes)
+        theirs = models["PygSAGE"](data.x.shape[1], HIDDEN, classes, dropout)
         theirs.load_state_dict(ours.state_dict())
         seconds, (correct, total) = _pyg(data, theirs, steps, test,
                                          models["pyg_loader_forward"])
@@ -253,14 +259,16 @@ def products_rows(script: str, args, skipped: dict[str, str]) -> None:
         header, row, cells = _sage_header(data, args), _sage_row, 6
     del data
     print(header, flush=True)
-    for suffix, environment in allocator_settings(args):
+    dropouts = [0.0] if args.products_gcn else args.products_dropout
+    for dropout, (suffix, environment) in itertools.product(dropouts, allocator_settings(args)):
         for side in SIDES:
-            label = side + suffix
+            label = side + (" (no dropout)" if dropout == 0.0 and not args.products_gcn
+                            else "") + suffix
             if side in skipped:
                 print(f"| {label} | {skipped[side]} |" + " n/a |" * (cells - 2) + " |",
                       flush=True)
                 continue
-            result = _child_result(script, args, side, environment)
+            result = _child_result(script, args, side, environment, dropout)
             if isinstance(result, str):
                 print(f"| {label} | failed ({result}) |" + " n/a |" * (cells - 2) + " |",
                       flush=True)
@@ -269,12 +277,12 @@ def products_rows(script: str, args, skipped: dict[str, str]) -> None:
             print(row(result, skipped.get("note " + side, "")), flush=True)
 
 
-def _child_result(script: str, args, side: str, environment: dict[str, str]
-                  ) -> dict[str, Any] | str:
+def _child_result(script: str, args, side: str, environment: dict[str, str],
+                  dropout: float) -> dict[str, Any] | str:
     """The side's result from its own child process, or why it failed."""
     command = [sys.executable, script, "--products-side", side, "--products-nodes",
                str(args.products_nodes), "--products-steps", str(args.products_steps),
-               "--threads", str(args.threads)]
+               "--threads", str(args.threads), "--products-dropout", str(dropout)]
     command += ["--products-gcn"] if args.products_gcn else []
     child = subprocess.run(command, capture_output=True, text=True,
                            env={**os.environ, **environment})
@@ -288,6 +296,8 @@ def _child_result(script: str, args, side: str, environment: dict[str, str]
 def _sage_header(data, args) -> str:
     return (f"synthetic-products: {data.num_nodes:,} nodes, {data.num_edges:,} directed edges; "
             f"GraphSAGE-mean 3x{HIDDEN}, fanouts {FANOUTS}, batch {BATCH}, "
+            f"dropout {max(args.products_dropout)} after each hidden ReLU as DGL's and PyG's "
+            "examples (gnnforge ops.dropout, DGL and PyG torch's), "
             f"{args.products_steps} timed steps after {WARMUP_STEPS}, each side in its own "
             "process\n"
             "| side | ms/step | seeds/s | peak RSS (MiB) | RSS after imports (MiB) | test acc "

@@ -156,11 +156,13 @@ SECTIONS: tuple[Section, ...] = (
             ("benchmarks/end_to_end.py",), peer=True),
         Run("products", "Sampled GraphSAGE on the products-sized graph (2.45M nodes), each "
             "side in its own process", ("benchmarks/end_to_end.py", "--products",
-                                        "--products-steps", "30", "--keep-freed-memory"),
+                                        "--products-steps", "30", "--keep-freed-memory",
+                                        "--products-dropout", "0.5,0"),
             peer=True),
         Run("products_threads2", "The same at 2 threads (every side's pools)",
             ("benchmarks/end_to_end.py", "--products", "--products-steps", "30", "--threads",
-             "2", "--keep-freed-memory"), peer=True, on_page=False),
+             "2", "--keep-freed-memory", "--products-dropout", "0.5,0"), peer=True,
+            on_page=False),
         Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
             "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
                         "--products-steps", "1"), peer=True),

@@ -37,7 +37,7 @@ samples) is the PyG comparison. When DGL does not import, every DGL cell says so
 
 --products replaces the rows with one workload at ogbn-products' scale (synthetic-products,
 --products-nodes for smaller): sampled GraphSAGE-mean 3x256, fanouts [15,10,5], batch 1024,
-a fixed number of steps, gnnforge vs DGL vs PyG NeighborLoader, each side in its own child
+dropout 0.5 after the hidden layers (--products-dropout), a fixed number of steps, gnnforge vs DGL vs PyG NeighborLoader, each side in its own child
 process for its peak RSS (benchmarks/_end_to_end_products.py says how each is set up).
 --products --products-gcn: full-graph GCN 2x256 there instead, a training step and
 inference (benchmarks/_end_to_end_products_gcn.py).
@@ -324,34 +324,41 @@ def gcn_rows(rows, args) -> None:
 
 
 class OurSAGE(nn.Module):
-    def __init__(self, width_in: int, hidden: int, classes: int) -> None:
+    """3 SAGE layers, ReLU between; `dropout` after each hidden ReLU (`ops.dropout`), as in
+    DGL's and PyG's ogbn-products examples (0.5 there)."""
+
+    def __init__(self, width_in: int, hidden: int, classes: int, dropout: float = 0.0) -> None:
         super().__init__()
         from gnnforge.nn import SAGEConv
 
         widths = [width_in, hidden, hidden, classes]
         self.convs = nn.ModuleList(SAGEConv(widths[i], widths[i + 1]) for i in range(3))
+        self.dropout = dropout
 
     def forward(self, blocks, x):
+        from gnnforge import ops
+
         for i, (conv, block) in enumerate(zip(self.convs, blocks)):
             x = conv(block, x)
             if i < 2:
-                x = F.relu(x)
+                x = ops.dropout(F.relu(x), self.dropout, self.training)
         return x
 
 
 class PygSAGE(nn.Module):
-    def __init__(self, width_in: int, hidden: int, classes: int) -> None:
+    def __init__(self, width_in: int, hidden: int, classes: int, dropout: float = 0.0) -> None:
         super().__init__()
         from torch_geometric.nn import SAGEConv
 
         widths = [width_in, hidden, hidden, classes]
         self.convs = nn.ModuleList(SAGEConv(widths[i], widths[i + 1]) for i in range(3))
+        self.dropout = dropout
 
     def forward(self, blocks, x):
         for i, (conv, (edge_index, size)) in enumerate(zip(self.convs, blocks)):
             x = conv((x, x[: size[1]]), edge_index, size=size)
             if i < 2:
-                x = F.relu(x)
+                x = F.dropout(F.relu(x), self.dropout, self.training)
         return x
 
 
@@ -828,7 +835,7 @@ def products(args) -> int:
                                       args.products_steps, models))
         else:
             print_result(run_side(args.products_side, args.products_nodes,
-                                  args.products_steps, models))
+                                  args.products_steps, models, args.products_dropout[0]))
         return 0
     print(f"torch {torch.__version__}, torch_geometric "
           f"{importlib.import_module('torch_geometric').__version__}, {args.threads} thread(s)")
@@ -843,6 +850,13 @@ def products(args) -> int:
         skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
     products_rows(str(Path(__file__).resolve()), args, skipped)
     return 0
+
+
+def _probabilities(text: str) -> list[float]:
+    values = [float(part) for part in text.split(",")]
+    if not values or not all(0.0 <= value < 1.0 for value in values):
+        raise argparse.ArgumentTypeError(f"dropout probabilities in [0, 1), got {text!r}")
+    return values
 
 
 def main() -> int:
@@ -872,6 +886,10 @@ def main() -> int:
     parser.add_argument("--products-gcn", action="store_true",
                         help="--products: full-graph GCN 2x256 instead (training step and "
                              "inference, median of --products-steps after one)")
+    parser.add_argument("--products-dropout", type=_probabilities, default=[0.5],
+                        help="--products (SAGE): dropout after each hidden ReLU, as DGL's and "
+                             "PyG's examples (default 0.5); a comma list runs every side at "
+                             "each (0: rows marked 'no dropout')")
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="--products: every side again with glibc keeping freed blocks "
                              "for reuse (GLIBC_TUNABLES mmap_max=0, a 16 GiB trim "

@@ -72,6 +72,28 @@ def test_dgl_sage_on_converted_blocks_computes_the_gnnforge_sage():
                                    atol=1e-5, rtol=1e-4)
 
 
+def test_the_products_models_drop_after_hidden_layers_in_training_only():
+    """OurSAGE/PygSAGE/DglSAGE take the examples' dropout; eval mode computes without it."""
+    script = load_script("end_to_end")
+    from gnnforge.sampling import NeighborSampler
+
+    graph = rmat(9, 4000, seed=1)
+    x = torch.randn(graph.num_nodes, 8)
+    blocks = NeighborSampler([3, 3, 3]).sample(graph, torch.arange(20),
+                                               generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    plain, dropped = script.OurSAGE(8, 16, 4), script.OurSAGE(8, 16, 4, dropout=0.5)
+    dropped.load_state_dict(plain.state_dict())
+    inputs = x[blocks[0].src_nodes]
+    with torch.no_grad():
+        assert not torch.equal(dropped(blocks, inputs), plain(blocks, inputs))
+        torch.testing.assert_close(dropped.eval()(blocks, inputs), plain(blocks, inputs))
+    if script.dgl_reason() is None:
+        from _end_to_end_dgl import DglSAGE
+
+        assert DglSAGE(dropped).dropout == 0.5 and DglSAGE(plain).dropout == 0.0
+
+
 def test_dgl_gin_on_batched_molecules_computes_the_gnnforge_gin():
     script, dgl = _dgl()
     from _end_to_end_dgl import DglMoleculeGIN, molecule_graph
@@ -149,15 +171,18 @@ def test_products_side_trains_the_fixed_steps_and_reports_its_resources():
         assert 0 <= result["accuracy"] <= 1 and result["eval_nodes"] > 0
 
 
-def test_products_mode_prints_a_row_per_side():
+def test_products_mode_prints_a_row_per_side_and_dropout():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
-                          "--products", "--products-nodes", "2048", "--products-steps", "1"],
+                          "--products", "--products-nodes", "2048", "--products-steps", "1",
+                          "--products-dropout", "0.5,0"],
                          capture_output=True, text=True, cwd=ROOT, timeout=600,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in out.stdout.splitlines()
             if line.startswith("| ") and not line.startswith(("| side", "| ---"))}
-    assert set(rows) == {"gnnforge", "DGL", "PyG"}
+    sides = ("gnnforge", "DGL", "PyG")
+    assert set(rows) == {*sides, *(f"{side} (no dropout)" for side in sides)}
+    assert "dropout 0.5 after each hidden ReLU" in out.stdout
     assert "failed" not in out.stdout
     assert float(rows["gnnforge"].split(" | ")[1]) > 0
 
