@@ -96,12 +96,18 @@ class NodeClassifier(nn.Module):
         if exchange is not None and len(exchange) != len(self.convs):
             raise ValueError(f"NodeClassifier: got {len(exchange)} exchanges for "
                              f"{len(self.convs)} layers")
+        # relu then the next layer's dropout in one pass (ops.relu_dropout), unless an
+        # exchange runs between them (rows it duplicates must draw their own masks).
+        fused = self.activation == "relu" and exchange is None
         for layer, (conv, block) in enumerate(zip(self.convs, blocks)):
             if exchange is not None:
                 x = exchange[layer](x)
-            x = (x.dropout(self.dropout, self.training) if isinstance(x, SparseFeatures)
-                 else ops.dropout(x, self.dropout, self.training))
+            if isinstance(x, SparseFeatures):
+                x = x.dropout(self.dropout, self.training)
+            elif layer == 0 or not fused:
+                x = ops.dropout(x, self.dropout, self.training)
             x = conv(block, x)
             if layer != len(self.convs) - 1:
-                x = _ACTIVATIONS[self.activation](x)
+                x = (ops.relu_dropout(x, self.dropout, self.training) if fused
+                     else _ACTIVATIONS[self.activation](x))
         return x

@@ -9,7 +9,7 @@ machine (`tune` measures them up front; `kernel_choices`, `measured_classes` and
 `machine_fingerprint` say what was chosen and where; where candidates were close,
 the first call on a graph times them on it, `kernel_trials` lists those decisions).
 `dropout` is torch's with a mask hashed from a seed and the element's index (one
-vectorised pass on CPU). `dense_product` runs the layers' GEMMs on the library (torch's
+vectorised pass on CPU); `relu_dropout` fuses a ReLU in front of it. `dense_product` runs the layers' GEMMs on the library (torch's
 or oneDNN) measured fastest for each product class on this machine. See docs/kernels.md.
 """
 
@@ -17,7 +17,7 @@ from gnnforge.ops._auto_kernels import tune
 from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
 from gnnforge.ops._dense_product import dense_product, dense_product_plus
 from gnnforge.ops._dispatch import BACKENDS, use_backend
-from gnnforge.ops._dropout import dropout
+from gnnforge.ops._dropout import dropout, relu_dropout
 from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._gather_rows import gather_rows
 from gnnforge.ops._generic import gsddmm, gspmm
@@ -87,6 +87,7 @@ __all__ = [
     "kernel_trials",
     "machine_fingerprint",
     "measured_classes",
+    "relu_dropout",
     "u_add_e_max",
     "u_add_e_sum",
     "u_add_v",

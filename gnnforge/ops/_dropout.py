@@ -26,7 +26,7 @@ from torch import Tensor
 
 from gnnforge.ops._cpu import _launch
 
-__all__ = ["dropout", "dropout_ref"]
+__all__ = ["dropout", "dropout_ref", "relu_dropout"]
 
 _DTYPES = (torch.float32, torch.float64)
 _JIT = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy")
@@ -37,26 +37,61 @@ _MIX_2 = np.uint64(0x94D049BB133111EB)
 _SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32))
 
 
+@numba.njit(inline="always")
+def _draw(seed, i):
+    """The top 32 bits of SplitMix64's i-th output for `seed`."""
+    first, second, third, top = _SHIFTS
+    z = seed + np.uint64(i) * _GOLDEN
+    z = (z ^ (z >> first)) * _MIX_1
+    z = (z ^ (z >> second)) * _MIX_2
+    return (z ^ (z >> third)) >> top
+
+
 @numba.njit(**_JIT)
 def _dropout_span(x, out, seed, threshold, scale, start, stop):
     """out[i] = x[i] * (scale if draw(seed, i) >= threshold else 0) for i in [start, stop)."""
     zero = scale - scale
-    first, second, third, top = _SHIFTS
     for i in range(start, stop):
-        z = seed + np.uint64(i) * _GOLDEN
-        z = (z ^ (z >> first)) * _MIX_1
-        z = (z ^ (z >> second)) * _MIX_2
-        z = z ^ (z >> third)
-        out[i] = x[i] * (scale if (z >> top) >= threshold else zero)
+        out[i] = x[i] * (scale if _draw(seed, i) >= threshold else zero)
+
+
+@numba.njit(**_JIT)
+def _relu_dropout_span(x, out, seed, threshold, scale, start, stop):
+    """`_dropout_span` of relu(x) (torch's: NaN and -0.0 pass, negatives become 0)."""
+    zero = scale - scale
+    for i in range(start, stop):
+        value = zero if x[i] < zero else x[i]
+        out[i] = value * (scale if _draw(seed, i) >= threshold else zero)
+
+
+@numba.njit(**_JIT)
+def _relu_dropout_grad_span(grad, out, result, seed, threshold, scale, start, stop):
+    """The gradient of `_relu_dropout_span` from its `result`: scale where the element was
+    kept and relu passed it (result not <= 0, as torch's threshold_backward), else 0."""
+    zero = scale - scale
+    for i in range(start, stop):
+        kept = scale if _draw(seed, i) >= threshold else zero
+        out[i] = grad[i] * (zero if result[i] <= zero else kept)
 
 
 @numba.njit(parallel=True, **_JIT)
-def _dropout_kernel(x, out, seed, threshold, scale, num_chunks):
-    """`_dropout_span` over all of the flat `x`, in `num_chunks` contiguous chunks."""
+def _dropout_kernel(x, out, seed, threshold, scale, relu, num_chunks):
+    """`_dropout_span` (of relu(x) with `relu`) over the flat `x`, in contiguous chunks."""
     size = x.shape[0]
     for chunk in prange(num_chunks):
-        _dropout_span(x, out, seed, threshold, scale, size * chunk // num_chunks,
-                      size * (chunk + 1) // num_chunks)
+        start, stop = size * chunk // num_chunks, size * (chunk + 1) // num_chunks
+        if relu:
+            _relu_dropout_span(x, out, seed, threshold, scale, start, stop)
+        else:
+            _dropout_span(x, out, seed, threshold, scale, start, stop)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _relu_dropout_grad_kernel(grad, out, result, seed, threshold, scale, num_chunks):
+    size = grad.shape[0]
+    for chunk in prange(num_chunks):
+        _relu_dropout_grad_span(grad, out, result, seed, threshold, scale,
+                                size * chunk // num_chunks, size * (chunk + 1) // num_chunks)
 
 
 def _threshold(p: float) -> np.uint64:
@@ -64,14 +99,19 @@ def _threshold(p: float) -> np.uint64:
     return np.uint64(min(round(p * 2**32), 2**32))
 
 
-def _apply(x: Tensor, seed: int, p: float) -> Tensor:
-    """x times its multipliers for `seed` (contiguous CPU float32/float64)."""
-    flat = x.contiguous().view(-1)
-    out = torch.empty_like(flat)
+def _scalars(dtype: torch.dtype, seed: int, p: float) -> tuple:
+    """The kernels' seed, threshold and scale (in the data's float type)."""
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-    kind = np.float32 if x.dtype == torch.float32 else np.float64
-    _launch(_dropout_kernel, flat.numel(), flat.numel(), flat.detach().numpy(), out.numpy(),
-            np.uint64(seed), _threshold(p), kind(scale))
+    kind = np.float32 if dtype == torch.float32 else np.float64
+    return np.uint64(seed), _threshold(p), kind(scale)
+
+
+def _apply(x: Tensor, seed: int, p: float, relu: bool) -> Tensor:
+    """x (relu(x) with `relu`) times its multipliers for `seed` (CPU float32/float64)."""
+    flat = x.detach().contiguous().view(-1)
+    out = torch.empty_like(flat)
+    _launch(_dropout_kernel, flat.numel(), flat.numel(), flat.numpy(), out.numpy(),
+            *_scalars(x.dtype, seed, p), relu)
     return out.view(x.shape)
 
 
@@ -81,11 +121,62 @@ class _Dropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, seed: int, p: float) -> Tensor:
         ctx.seed, ctx.p = seed, p
-        return _apply(x, seed, p)
+        return _apply(x, seed, p, relu=False)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:
         return _Dropout.apply(grad, ctx.seed, ctx.p), None, None
+
+
+class _ReluDropout(torch.autograd.Function):
+    """y = relu(x) * m(seed); backward reads y (as torch's relu does), not x."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, seed: int, p: float) -> Tensor:
+        out = _apply(x, seed, p, relu=True)
+        ctx.save_for_backward(out)
+        ctx.seed, ctx.p = seed, p
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:
+        (result,) = ctx.saved_tensors
+        return _ReluDropoutGrad.apply(grad, result, ctx.seed, ctx.p), None, None
+
+
+class _ReluDropoutGrad(torch.autograd.Function):
+    """grad * m'(seed, result), linear in grad (result's own gradient is zero almost
+    everywhere, as relu's): its backward is itself."""
+
+    @staticmethod
+    def forward(ctx, grad: Tensor, result: Tensor, seed: int, p: float) -> Tensor:
+        ctx.save_for_backward(result)
+        ctx.seed, ctx.p = seed, p
+        flat, reference = grad.detach().contiguous().view(-1), result.detach().view(-1)
+        out = torch.empty_like(flat)
+        _launch(_relu_dropout_grad_kernel, flat.numel(), flat.numel(), flat.numpy(),
+                out.numpy(), reference.numpy(), *_scalars(grad.dtype, seed, p))
+        return out.view(grad.shape)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        (result,) = ctx.saved_tensors
+        return _ReluDropoutGrad.apply(grad, result, ctx.seed, ctx.p), None, None, None
+
+
+def _check(p: float, name: str) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name}: p is a probability and must lie in [0, 1], got {p}")
+
+
+def _counter_based(x: Tensor) -> bool:
+    """Whether the numba kernels take x (else torch's dropout runs)."""
+    return (x.device.type == "cpu" and x.dtype in _DTYPES
+            and not torch.compiler.is_compiling())
+
+
+def _seed(generator: torch.Generator | None) -> int:
+    return int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64, generator=generator))
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True,
@@ -105,15 +196,31 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True,
     Raises:
         ValueError: when p is outside [0, 1].
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: p is a probability and must lie in [0, 1], got {p}")
+    _check(p, "dropout")
     if not training or p == 0.0 or x.numel() == 0:
         return x
-    if (x.device.type != "cpu" or x.dtype not in _DTYPES
-            or torch.compiler.is_compiling()):
+    if not _counter_based(x):
         return F.dropout(x, p, training)
-    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64, generator=generator))
-    return _Dropout.apply(x, seed, p)
+    return _Dropout.apply(x, _seed(generator), p)
+
+
+def relu_dropout(x: Tensor, p: float = 0.5, training: bool = True,
+                 generator: torch.Generator | None = None) -> Tensor:
+    """`dropout(torch.relu(x), p, training, generator)` in one pass (the same values and
+    mask for the same generator state); backward in one pass too, from the output.
+
+    What a hidden layer of DGL's and PyG's GraphSAGE examples does after its convolution;
+    fused, it skips writing and reading relu(x) and relu's own backward pass.
+
+    Raises:
+        ValueError: when p is outside [0, 1].
+    """
+    _check(p, "relu_dropout")
+    if not training or p == 0.0 or x.numel() == 0:
+        return torch.relu(x)
+    if not _counter_based(x):
+        return F.dropout(torch.relu(x), p, training)
+    return _ReluDropout.apply(x, _seed(generator), p)
 
 
 def dropout_ref(x: Tensor, p: float, seed: int) -> Tensor:

@@ -190,3 +190,26 @@ def test_molecule_gin_joined_bond_lookup_equals_per_layer_encoders():
         torch.testing.assert_close(a, b)
     for a, p in zip(fast, model.bond_encoders.parameters()):
         torch.testing.assert_close(a, p.grad)
+
+
+def test_node_classifier_training_forward_is_dropout_relu_in_order():
+    """The fused relu + dropout between layers draws what the unfused layers would."""
+    import torch.nn.functional as F
+
+    from gnnforge import ops
+    from gnnforge.data import rmat
+    from gnnforge.nn import NodeClassifier
+
+    graph = rmat(7, 600, seed=3)
+    x = torch.randn(graph.num_nodes, 8)
+    torch.manual_seed(0)
+    model = NodeClassifier(8, 16, 3, num_layers=3, dropout=0.3).train()
+    torch.manual_seed(5)
+    out = model(graph, x)
+    torch.manual_seed(5)
+    h = x
+    for layer, conv in enumerate(model.convs):
+        h = conv(graph, ops.dropout(h, 0.3))
+        if layer < 2:
+            h = F.relu(h)
+    torch.testing.assert_close(out, h, rtol=0, atol=0)

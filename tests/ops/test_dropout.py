@@ -111,3 +111,40 @@ def test_the_mask_looks_like_independent_draws(p):
     for lag in (1, 2, 64):                            # neighbours, as in a row, and rows apart
         both = (keep[:-lag] * keep[lag:]).mean().item()
         assert abs(both - (1 - p) ** 2) < 6 * ((1 - p) ** 2 * (1 - (1 - p) ** 2) / count) ** 0.5
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(0, 30), min_size=1, max_size=2),
+       p=st.sampled_from([0.0, 0.3, 0.5, 1.0]) | st.floats(0, 1),
+       dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2**31))
+def test_relu_dropout_is_dropout_of_relu_with_its_gradient(shape, p, dtype, seed):
+    x = torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+    if x.numel() >= 3:
+        x.view(-1)[:3] = torch.tensor([float("nan"), -0.0, 0.0], dtype=dtype)
+    fused_x, plain_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    fused = ops.relu_dropout(fused_x, p, generator=torch.Generator().manual_seed(seed))
+    plain = ops.dropout(torch.relu(plain_x), p, generator=torch.Generator().manual_seed(seed))
+    assert torch.equal(fused.isnan(), plain.isnan())
+    assert torch.equal(fused.nan_to_num(), plain.nan_to_num())
+    grad = torch.randn(shape, dtype=dtype)
+    fused.backward(grad)
+    plain.backward(grad)
+    assert torch.equal(fused_x.grad, plain_x.grad)
+
+
+def test_relu_dropout_gradcheck_eval_mode_and_fallback():
+    x = torch.randn(30, 4, dtype=torch.float64)
+    x = (x + x.sign() * 0.1).requires_grad_()            # away from relu's kink
+
+    def seeded(t):
+        return ops.relu_dropout(t, 0.4, generator=torch.Generator().manual_seed(2))
+    assert torch.autograd.gradcheck(seeded, (x,))
+    assert torch.autograd.gradgradcheck(seeded, (x,))
+    assert torch.equal(ops.relu_dropout(x, 0.4, training=False), torch.relu(x))
+    half = torch.randn(16, 8).to(torch.bfloat16)
+    torch.manual_seed(4)
+    ours = ops.relu_dropout(half, 0.5)
+    torch.manual_seed(4)
+    assert torch.equal(ours, F.dropout(torch.relu(half), 0.5))
+    with pytest.raises(ValueError, match="relu_dropout: p is a probability"):
+        ops.relu_dropout(x, 2.0)
