@@ -37,8 +37,9 @@ samples) is the PyG comparison. When DGL does not import, every DGL cell says so
 
 --products replaces the rows with one workload at ogbn-products' scale (synthetic-products,
 --products-nodes for smaller): sampled GraphSAGE-mean 3x256, fanouts [15,10,5], batch 1024,
-dropout 0.5 after the hidden layers (--products-dropout), a fixed number of steps, gnnforge vs DGL vs PyG NeighborLoader, each side in its own child
-process for its peak RSS (benchmarks/_end_to_end_products.py says how each is set up).
+dropout 0.5 after the hidden layers (--products-dropout), a fixed number of steps,
+gnnforge vs DGL vs PyG NeighborLoader, each side in its own child process for its peak
+RSS (benchmarks/_end_to_end_products.py says how each is set up).
 --products --products-gcn: full-graph GCN 2x256 there instead, a training step and
 inference (benchmarks/_end_to_end_products_gcn.py).
 

@@ -9,8 +9,9 @@ machine (`tune` measures them up front; `kernel_choices`, `measured_classes` and
 `machine_fingerprint` say what was chosen and where; where candidates were close,
 the first call on a graph times them on it, `kernel_trials` lists those decisions).
 `dropout` is torch's with a mask hashed from a seed and the element's index (one
-vectorised pass on CPU); `relu_dropout` fuses a ReLU in front of it. `dense_product` runs the layers' GEMMs on the library (torch's
-or oneDNN) measured fastest for each product class on this machine. See docs/kernels.md.
+vectorised pass on CPU); `relu_dropout` fuses a ReLU in front of it. `dense_product`
+runs the layers' GEMMs on the library (torch's or oneDNN) measured fastest for each
+product class on this machine. See docs/kernels.md.
 """
 
 from gnnforge.ops._auto_kernels import tune
