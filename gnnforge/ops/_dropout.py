@@ -1,8 +1,10 @@
-"""`dropout(x, p, training)`: inverted dropout whose mask is a hash of the element's index.
+"""`dropout(x, p, training)`: inverted dropout whose mask is a hash of the element's index;
+`relu_dropout(x, p, training)`: the same of relu(x), in one pass.
 
 torch's CPU dropout draws its mask with `bernoulli_`, one Mersenne-Twister draw per
 element on one thread: 1.19 s for the [580k, 100] input rows of a products-sized
-GraphSAGE step (one thread), 60% of the `gnnforge train` step there. Here element i of a
+GraphSAGE step (one thread); with the hidden layers', 60% of the `gnnforge train` step
+there (cProfile). Here element i of a
 call keeps its value when the top 32 bits of SplitMix64's i-th output for the call's seed
 (a counter hashed by a bijective mixer, so every element gets an independent-looking
 draw) are at least p * 2^32; one vectorised pass computes mask and product (110 ms there,
