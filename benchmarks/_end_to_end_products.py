@@ -296,13 +296,19 @@ def _child_result(script: str, args, side: str, environment: dict[str, str],
 def _sage_header(data, args) -> str:
     return (f"synthetic-products: {data.num_nodes:,} nodes, {data.num_edges:,} directed edges; "
             f"GraphSAGE-mean 3x{HIDDEN}, fanouts {FANOUTS}, batch {BATCH}, "
-            f"dropout {max(args.products_dropout)} after each hidden ReLU as DGL's and PyG's "
-            "examples (gnnforge ops.dropout, DGL and PyG torch's), "
+            f"{_dropout_words(args.products_dropout)}, "
             f"{args.products_steps} timed steps after {WARMUP_STEPS}, each side in its own "
             "process\n"
             "| side | ms/step | seeds/s | peak RSS (MiB) | RSS after imports (MiB) | test acc "
             "| note |\n"
             "| --- | --- | --- | --- | --- | --- | --- |")
+
+
+def _dropout_words(dropouts: list[float]) -> str:
+    """The header's dropout clause: the rates run, and whose dropout each side uses."""
+    rates = " and ".join("none" if p == 0.0 else str(p) for p in dropouts)
+    return (f"dropout after each hidden ReLU: {rates} (DGL's and PyG's examples: 0.5; "
+            "gnnforge ops.relu_dropout, DGL and PyG torch's)")
 
 
 def _sage_row(result: dict[str, Any], note: str) -> str:

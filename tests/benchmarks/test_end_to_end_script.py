@@ -182,7 +182,7 @@ def test_products_mode_prints_a_row_per_side_and_dropout():
             if line.startswith("| ") and not line.startswith(("| side", "| ---"))}
     sides = ("gnnforge", "DGL", "PyG")
     assert set(rows) == {*sides, *(f"{side} (no dropout)" for side in sides)}
-    assert "dropout 0.5 after each hidden ReLU" in out.stdout
+    assert "dropout after each hidden ReLU: 0.5 and none" in out.stdout
     assert "failed" not in out.stdout
     assert float(rows["gnnforge"].split(" | ")[1]) > 0
 
