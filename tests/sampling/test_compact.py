@@ -43,6 +43,20 @@ def test_compact_empty_and_clustered_ids():
     assert col.tolist() == list(range(1, picked.size + 1)) * 2
 
 
+@pytest.mark.parametrize("largest", [2**31 - 1, 2**31, 2**40])
+def test_compact_packed_and_wide_tables_at_the_id_boundary(largest):
+    """Ids below 2^31 share one packed int64 slot with their local id; larger ones use the
+    two-array table. Both give the reference, at the boundary too."""
+    rng = np.random.default_rng(largest % 97)
+    ids = np.unique(np.concatenate([rng.integers(largest - 300, largest, 200),
+                                    rng.integers(0, 2**31 - 1, 200), [largest]]))
+    frontier = rng.permutation(ids)[:50].astype(np.int64)
+    picked = rng.choice(ids, 2000).astype(np.int64)
+    col, nodes = compact(frontier, picked)
+    ref_col, ref_nodes = compact_ref(frontier, picked)
+    assert col.tolist() == ref_col and nodes.tolist() == ref_nodes
+
+
 def test_in_edges_rows_of_a_partition():
     edges = InEdges(np.array([0, 1, 3]), np.array([4, 0, 2]), np.array([0, 1, 2]), 6,
                     nodes=np.array([2, 5]))
