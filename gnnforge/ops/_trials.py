@@ -39,7 +39,7 @@ import collections
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import torch
@@ -131,20 +131,22 @@ def run(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
 
 
 def choose(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
-           call: Callable[[str], object]) -> str:
+           call: Callable[[str], object], candidates: Sequence[str] | None = None) -> str:
     """The name of the candidate `run` would call on `graph`, timing contenders through
     `call` where `run` would. For a caller whose trial runs on a bounded sample of its real
     input and then runs the winner on all of it (the row gather, `_gather_rows`: a trial on
     the whole batch would hold one batch-sized output per contender). `work` is the
-    sample's."""
-    plan = _plan(kernel_class, calibrated, graph, work)
+    sample's. `candidates`, when given, are timed whatever the calibration says of them
+    (the calibrated choice first): for a class whose calibration input is known to misrank
+    the real ones by more than the contender ratios."""
+    plan = _plan(kernel_class, calibrated, graph, work, candidates)
     if isinstance(plan, str):
         return plan
     return _trial(kernel_class, graph, work, plan, call)[0]
 
 
-def _plan(kernel_class: KernelClass, calibrated: str, graph: GraphKey,
-          work: int) -> str | list[str]:
+def _plan(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
+          candidates: Sequence[str] | None = None) -> str | list[str]:
     """The candidate to run without a trial, or the contenders to time (two or more)."""
     if not enabled():
         return calibrated
@@ -156,7 +158,7 @@ def _plan(kernel_class: KernelClass, calibrated: str, graph: GraphKey,
     if work < _MIN_WORK:
         return calibrated
     with _lock:
-        names = _names_for_new_graph(kernel_class, calibrated, work)
+        names = _names_for_new_graph(kernel_class, calibrated, work, candidates)
     return names[0] if len(names) == 1 else names
 
 
@@ -172,9 +174,12 @@ def class_choice(kernel_class: KernelClass, calibrated: str, work: int) -> str:
     return _settled.get((kernel_class, size_bucket(work))) or calibrated
 
 
-def _names_for_new_graph(kernel_class: KernelClass, calibrated: str, work: int) -> list[str]:
-    """The contenders to time on a new graph, or [the name to run] when none are left."""
-    names = contenders(kernel_class, calibrated, work)
+def _names_for_new_graph(kernel_class: KernelClass, calibrated: str, work: int,
+                         candidates: Sequence[str] | None = None) -> list[str]:
+    """The contenders to time on a new graph (`candidates` when given, else those close
+    in the calibration), or [the name to run] when none are left."""
+    names = contenders(kernel_class, calibrated, work) if candidates is None else \
+        [calibrated, *(name for name in candidates if name != calibrated)]
     if len(names) == 1:
         _settled[(kernel_class, size_bucket(work))] = names[0]
     return names
