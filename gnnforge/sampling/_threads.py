@@ -9,7 +9,10 @@ has started a pool.
 
 The thread count follows torch's intra-op count, as DGL's samplers follow OpenMP's: a
 training loop at `torch.set_num_threads(2)` samples on two threads, and a DataLoader
-worker (which torch sets to one thread) on one.
+worker (which torch sets to one thread) on one. A sampler called from any thread but the
+main one (a `Prefetcher` overlapping the next batch with this one's compute) runs on that
+thread alone: torch's pool is busy on the same cores then, and more threads than cores
+make its spinning barriers wait on descheduled threads.
 """
 
 from __future__ import annotations
@@ -29,9 +32,15 @@ MIN_ITEMS_PER_THREAD = 16384
 
 
 def sampler_threads(items: int, threads: int | None = None) -> int:
-    """Threads for a call over `items` items: `threads` (torch's count when None), at most
-    one per `MIN_ITEMS_PER_THREAD` items and `MAX_THREADS`, at least 1."""
-    wanted = torch.get_num_threads() if threads is None else threads
+    """Threads for a call over `items` items: `threads` (when None, torch's count on the
+    main thread and 1 on any other), at most one per `MIN_ITEMS_PER_THREAD` items and
+    `MAX_THREADS`, at least 1."""
+    if threads is not None:
+        wanted = threads
+    elif threading.current_thread() is threading.main_thread():
+        wanted = torch.get_num_threads()
+    else:
+        wanted = 1
     return max(1, min(wanted, MAX_THREADS, items // MIN_ITEMS_PER_THREAD))
 
 

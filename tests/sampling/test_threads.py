@@ -30,6 +30,11 @@ def test_thread_count_follows_torch_and_the_work():
     assert _threads.sampler_threads(_threads.MIN_ITEMS_PER_THREAD * 2 - 1, 4) == 1
     assert _threads.sampler_threads(0, 4) == 1
     assert _threads.sampler_threads(10**9) == min(torch.get_num_threads(), _threads.MAX_THREADS)
+    # off the main thread (a prefetcher beside the training loop's torch pool): one
+    assert _threads.run_on_threads([lambda: 0, lambda: _threads.sampler_threads(10**9)]) \
+        == [0, 1]
+    assert _threads.run_on_threads([lambda: 0, lambda: _threads.sampler_threads(10**9, 3)]) \
+        == [0, 3]
 
 
 def test_run_on_threads_keeps_order_and_runs_the_calls_at_once():
