@@ -6,10 +6,11 @@ distribution, locality and size differ from the representative one (restricted t
 R-MAT 2^17 ran 1.5x faster on the SSE2 build while the calibration graph preferred numba).
 So the first call of such a class on a graph (its CSR arrays) runs every contender on the
 real input (`_WARMUP_RUNS` untimed calls each, then `_TIMED_RUNS` rounds in which each
-contender runs an untimed and a timed call), keeps the
-fastest of those whose result has the same bits as the calibrated choice's (so a trial
-changes speed, never results) and returns its result; later calls on that graph run the
-winner directly.
+contender runs an untimed and a timed call; calls of `_LONG_CALL_S` or more get one
+warm-up and `_LONG_TIMED_RUNS` timed calls, for the contenders within `_LONG_DROP_RATIO`
+of the fastest warm-up), keeps the fastest of those whose result has
+the same bits as the calibrated choice's (so a trial changes speed, never results) and
+returns that result; later calls on that graph run the winner directly.
 
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
 (at most `_MAX_CONTENDERS`), within `_FAR_CONTENDER_RATIO` for a call `_FAR_FACTOR` times
@@ -63,6 +64,16 @@ _WARMUP_RUNS = 2
 _TIMED_RUNS = 3
 _MAX_TIMED_RUNS = 15
 _ROUNDS_BUDGET_S = 0.02
+# Long calls (a full-graph SpMM of the products-sized graph: 1-5 s each) are their own
+# warm-up: when every contender's first call took `_LONG_CALL_S` or more, each gets one
+# warm-up and `_LONG_TIMED_RUNS` timed calls, without an untimed call before each (3 calls
+# a contender instead of 8: 24 full-graph SpMMs had made the first products GCN step
+# several minutes long).
+_LONG_CALL_S = 0.25
+_LONG_TIMED_RUNS = 2
+# ... and a long contender more than this much slower than the fastest first call is not
+# timed again (on the products-sized graph MKL's SpMM ran 3-5x behind the native builds).
+_LONG_DROP_RATIO = 2.0
 _GRAPHS_PER_CLASS = 3
 _MIN_WORK = 2**15
 
@@ -202,27 +213,39 @@ def _trial(kernel_class: KernelClass, graph: GraphKey, work: int,
     process, whose trials may time differently, computes the same bits. (Same-bits
     candidates are common: copy sum and max in every build; FMA or another order of
     operations makes others differ in the last bits, e.g. copy mean native vs numba.)
+    So the result returned is the calibrated choice's (the winner's bits; a max winner's
+    indices may come in the other index dtype, which callers convert): the trial holds
+    that one output and the call in flight, never one per contender.
     """
+    first_seconds = _warm_up(names, call)
+    fastest = min(first_seconds.values())
+    long_calls = fastest >= _LONG_CALL_S
+    if long_calls:  # not timed again, not bit-checked: cannot win
+        names = [name for name in names if name == names[0]
+                 or first_seconds[name] <= _LONG_DROP_RATIO * fastest]
     seconds: dict[str, list[float]] = {name: [] for name in names}
-    results: dict[str, Result] = {}
-    for name in names:
-        for _ in range(_WARMUP_RUNS):             # JIT, caches, the allocator's state
-            call(name)
+    reference: Result | None = None
+    differs: list[str] = []
     # Rounds over the contenders, so drift (a neighbour's burst) hits all of them alike;
     # each timed call follows an untimed call of the same contender: right after another
     # kernel the same kernel measured up to 1.4x slower (Pubmed F=16: 0.22 vs 0.16 ms
     # after itself; the other runtime's threads still spin, the allocator's state moved).
+    rounds = _LONG_TIMED_RUNS if long_calls else _TIMED_RUNS
     rounds_start = _clock()
     for round_index in range(_MAX_TIMED_RUNS):
-        if round_index >= _TIMED_RUNS and _clock() - rounds_start >= _ROUNDS_BUDGET_S:
+        if round_index >= rounds and _clock() - rounds_start >= _ROUNDS_BUDGET_S:
             break
         for name in names:
-            call(name)
+            if not long_calls:
+                call(name)
             start = _clock()
-            results[name] = call(name)
+            result = call(name)
             seconds[name].append(_clock() - start)
-    reference = results[names[0]]
-    differs = [name for name in names[1:] if not _same_bits(results[name], reference)]
+            if name == names[0]:
+                reference = result
+            elif name not in differs and not _same_bits(result, reference):
+                differs.append(name)
+            del result                    # not alive during the next contender's call
     eligible = [name for name in names if name not in differs]
     winner = min(eligible, key=lambda name: min(seconds[name]))
     with _lock:
@@ -232,9 +255,25 @@ def _trial(kernel_class: KernelClass, graph: GraphKey, work: int,
         _settle_if_done(size, names)
         _results.append({"class": kernel_class.key(), "work": work, "choice": winner,
                          "calibrated": names[0], "different_bits": differs,
-                         "ms": {name: round(1e3 * min(values), 4)
-                                for name, values in seconds.items()}})
-    return winner, results[winner]
+                         "ms": {name: round(1e3 * min(seconds.get(name, [took])), 4)
+                                for name, took in first_seconds.items()}})
+    return winner, reference
+
+
+def _warm_up(names: list[str], call: Callable[[str], object]) -> dict[str, float]:
+    """Untimed calls of each contender (JIT, caches, the allocator's state), `_WARMUP_RUNS`
+    each, or one when every first call took `_LONG_CALL_S` or more; the seconds of each
+    contender's first call."""
+    first_seconds = {}
+    for name in names:
+        start = _clock()
+        call(name)
+        first_seconds[name] = _clock() - start
+    if min(first_seconds.values()) < _LONG_CALL_S:
+        for name in names:
+            for _ in range(_WARMUP_RUNS - 1):
+                call(name)
+    return first_seconds
 
 
 def _same_bits(one: object, other: object) -> bool:

@@ -3,6 +3,8 @@ on the first call on a graph and keep the fastest; clear, small or disabled ones
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 import torch
 
@@ -17,7 +19,8 @@ BIG = 2**23          # work above _MIN_WORK, the calibration input's size for SU
 @pytest.fixture
 def calibrated(monkeypatch):
     """A class calibrated as numba 1.0 ms, native:sse2 1.2 ms, mkl 5 ms (clearly slower);
-    candidates that advance a fake clock by their real-input cost; returns the call log."""
+    candidates that advance a fake clock by their real-input cost (in ms); returns the call
+    log."""
     _trials.forget()
     monkeypatch.delenv("GNNFORGE_KERNEL_TRIALS", raising=False)
     monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
@@ -31,7 +34,7 @@ def calibrated(monkeypatch):
         unless `bits` gives one another value; `result.ran` names who computed it."""
         def call(name: str) -> torch.Tensor:
             calls.append(name)
-            now[0] += cost[name]
+            now[0] += cost[name] * 1e-3
             result = torch.full((3,), (bits or {}).get(name, 0.0))
             result.ran = name
             return result
@@ -45,7 +48,8 @@ def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
     calls, runner = calibrated
     call = runner({"numba": 3.0, "native:sse2": 1.0})     # the real graph prefers SSE2
     assert _trials.contenders(SUM64, CALIBRATED) == ["numba", "native:sse2"]
-    assert _trials.run(SUM64, CALIBRATED, (1,), BIG, call).ran == "native:sse2"
+    _trials.run(SUM64, CALIBRATED, (1,), BIG, call)
+    assert trial_choice() == "native:sse2"
     assert "mkl" not in calls                              # over 2x in calibration: not timed
     assert calls.count("numba") == _trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS
     calls.clear()
@@ -56,29 +60,79 @@ def test_a_close_class_keeps_the_real_inputs_fastest(calibrated):
     assert result["ms"]["numba"] > result["ms"]["native:sse2"]
 
 
-def test_the_result_returned_is_the_winners(calibrated):
+def trial_choice() -> str:
+    return _trials.trial_results()[-1]["choice"]
+
+
+def test_the_result_returned_has_the_winners_bits_and_is_not_rerun(calibrated):
     calls, runner = calibrated
-    # The winner is not the last one timed: its result comes from one more call.
-    result = _trials.run(SUM64, CALIBRATED, (2,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
-    assert result.ran == "numba"
-    assert len(calls) == 2 * (_trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS)  # not rerun
+    # SSE2 wins; the calibrated choice's result (the same bits) is returned, not rerun.
+    result = _trials.run(SUM64, CALIBRATED, (2,), BIG, runner({"numba": 20.0,
+                                                               "native:sse2": 10.0}))
+    assert trial_choice() == "native:sse2" and torch.equal(result, torch.zeros(3))
+    assert len(calls) == 2 * (_trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS)
+
+
+@pytest.mark.parametrize("cost", [1.0, 2000.0])             # ms: short calls, long ones
+def test_a_trial_holds_one_output_besides_the_call_in_flight(calibrated, monkeypatch, cost):
+    calls, runner = calibrated
+    alive: weakref.WeakSet = weakref.WeakSet()
+    most_alive = [0]
+    inner = runner({"numba": cost, "native:sse2": cost, "mkl": cost})
+
+    def call(name: str) -> torch.Tensor:
+        most_alive[0] = max(most_alive[0], len(alive))   # outputs held when a call starts
+        result = inner(name)
+        alive.add(result)
+        return result
+
+    with_mkl = {SUM64.key(): {"choice": "numba",
+                              "min_ms": {"numba": 1.0, "native:sse2": 1.2, "mkl": 1.5}}}
+    monkeypatch.setattr(_tuning_record, "measured_classes", lambda: with_mkl)
+    _trials.run(SUM64, CALIBRATED, (13,), BIG, call)
+    assert set(calls) == {"numba", "native:sse2", "mkl"}
+    assert most_alive[0] == 1                  # the calibrated choice's result only
+
+
+def test_long_calls_get_one_warm_up_and_fewer_timed_calls(calibrated, monkeypatch):
+    calls, runner = calibrated
+    # 2 s and 1 s calls (a full-graph SpMM at 100M edges): every first call was long.
+    result = _trials.run(SUM64, CALIBRATED, (14,), BIG, runner({"numba": 2000.0,
+                                                                "native:sse2": 1000.0}))
+    assert trial_choice() == "native:sse2" and torch.equal(result, torch.zeros(3))
+    assert calls == ["numba", "native:sse2"] * (1 + _trials._LONG_TIMED_RUNS)
+    calls.clear()
+    # A long contender more than 2x behind the fastest first call is not timed again.
+    monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
+        "choice": "numba", "min_ms": {"numba": 1.0, "native:sse2": 1.2, "mkl": 1.5}}})
+    _trials.run(SUM64, CALIBRATED, (16,), BIG,
+                runner({"numba": 2000.0, "native:sse2": 1000.0, "mkl": 2500.0}))
+    assert calls.count("mkl") == 1 and calls.count("numba") == 1 + _trials._LONG_TIMED_RUNS
+    assert trial_choice() == "native:sse2"
+    assert _trials.trial_results()[-1]["ms"]["mkl"] == 2500.0
+    calls.clear()
+    # One contender short: the usual warm-ups and rounds.
+    _trials.run(SUM64, CALIBRATED, (15,), BIG,
+                runner({"numba": 2000.0, "native:sse2": 1.0, "mkl": 2000.0}))
+    assert calls.count("numba") == _trials._WARMUP_RUNS + 2 * _trials._TIMED_RUNS
 
 
 def test_timed_calls_run_in_rounds_each_after_its_own_untimed_call(calibrated):
     calls, runner = calibrated
-    _trials.run(SUM64, CALIBRATED, (3,), BIG, runner({"numba": 1.0, "native:sse2": 2.0}))
+    _trials.run(SUM64, CALIBRATED, (3,), BIG, runner({"numba": 10.0, "native:sse2": 20.0}))
     warm = 2 * _trials._WARMUP_RUNS
-    assert calls[:warm] == ["numba"] * _trials._WARMUP_RUNS + ["native:sse2"] * _trials._WARMUP_RUNS
+    assert calls[:warm] == ["numba", "native:sse2"] + ["numba"] * (_trials._WARMUP_RUNS - 1) \
+        + ["native:sse2"] * (_trials._WARMUP_RUNS - 1)
     assert calls[warm:] == ["numba", "numba", "native:sse2", "native:sse2"] * _trials._TIMED_RUNS
 
 
 def test_short_calls_get_more_timed_rounds_within_a_budget(calibrated):
     calls, runner = calibrated
-    _trials.run(SUM64, CALIBRATED, (8,), BIG, runner({"numba": 1e-5, "native:sse2": 1e-5}))
+    _trials.run(SUM64, CALIBRATED, (8,), BIG, runner({"numba": 1e-2, "native:sse2": 1e-2}))
     assert calls.count("numba") == _trials._WARMUP_RUNS + 2 * _trials._MAX_TIMED_RUNS
     calls.clear()
     # 1 ms calls: a round of two contenders takes 4 ms; rounds stop once 20 ms are spent.
-    _trials.run(SUM64, CALIBRATED, (9,), BIG, runner({"numba": 1e-3, "native:sse2": 1e-3}))
+    _trials.run(SUM64, CALIBRATED, (9,), BIG, runner({"numba": 1.0, "native:sse2": 1.0}))
     rounds = (calls.count("numba") - _trials._WARMUP_RUNS) // 2
     assert rounds == round(_trials._ROUNDS_BUDGET_S / 4e-3)
 
@@ -94,11 +148,10 @@ def test_a_burst_during_a_trial_does_not_decide_it(calibrated, monkeypatch):
     def call(name):
         calls.append(name)
         burst = 3.0 if 7 <= len(calls) <= 12 else 1.0
-        now[0] += (0.9 if name == "native:sse2" else 1.0) * burst
-        result = torch.zeros(3)
-        result.ran = name
-        return result
-    assert _trials.run(SUM64, CALIBRATED, (4,), BIG, call).ran == "native:sse2"
+        now[0] += (0.9 if name == "native:sse2" else 1.0) * burst * 1e-3      # ms
+        return torch.zeros(3)
+    _trials.run(SUM64, CALIBRATED, (4,), BIG, call)
+    assert trial_choice() == "native:sse2"
 
 
 def test_a_faster_contender_with_other_bits_cannot_win(calibrated):
@@ -151,9 +204,9 @@ def test_a_call_far_from_the_calibration_size_times_more_contenders(calibrated, 
     assert _trials.contenders(SUM64, CALIBRATED, far - 1) == ["numba"]
     # R-MAT 2^17 at F=64 under SSE2: the calibration graph preferred numba 2.5x, the
     # 16x larger real graph prefers the SSE2 build.
-    result = _trials.run(SUM64, CALIBRATED, (7,), 16 * calibrated_work,
-                         runner({"numba": 1.6, "native:sse2": 1.0}))
-    assert result.ran == "native:sse2" and "mkl" not in calls
+    _trials.run(SUM64, CALIBRATED, (7,), 16 * calibrated_work,
+                runner({"numba": 1.6, "native:sse2": 1.0}))
+    assert trial_choice() == "native:sse2" and "mkl" not in calls
 
 
 def test_representative_work_is_edges_times_the_representative_width():
