@@ -147,7 +147,10 @@ SPARSE_INPUT_DENSITY = 0.1
 
 
 class OurGCN(nn.Module):
-    """x: a dense tensor, or `SparseFeatures` (input dropout and X W over the non-zeros)."""
+    """x: a dense tensor, or `SparseFeatures` (input dropout and X W over the non-zeros).
+
+    Dropout is gnnforge's (`ops.dropout`, `ops.relu_dropout`: the mask hashed from a seed,
+    never stored), as in OurSAGE; the peers' models use torch's, as their examples do."""
 
     def __init__(self, width_in: int, hidden: int, classes: int) -> None:
         super().__init__()
@@ -156,11 +159,12 @@ class OurGCN(nn.Module):
         self.conv1, self.conv2 = GCNConv(width_in, hidden), GCNConv(hidden, classes)
 
     def forward(self, graph, x):
+        from gnnforge import ops
         from gnnforge.nn import SparseFeatures
 
         x = (x.dropout(0.5, self.training) if isinstance(x, SparseFeatures)
-             else F.dropout(x, 0.5, self.training))
-        x = F.dropout(F.relu(self.conv1(graph, x)), 0.5, self.training)
+             else ops.dropout(x, 0.5, self.training))
+        x = ops.relu_dropout(self.conv1(graph, x), 0.5, self.training)  # dropout(relu(x))
         return self.conv2(graph, x)
 
 

@@ -109,7 +109,11 @@ class GCNConv(nn.Module):
         leaves = {"X": x, "W": weight}
         out = run_plan(self, gcn_expression(), structure, leaves)  # [Nd, 1, O]
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
-        return out if self.bias is None else out + self.bias
+        if self.bias is None:
+            return out
+        # Without autograd the plan's fresh output takes the bias in place: one [Nd, O]
+        # buffer fewer at the peak (2.3 GiB for hidden 256 on the products-sized graph).
+        return out + self.bias if torch.is_grad_enabled() else out.add_(self.bias)
 
     def _structure(self, graph: Any, edge_weight: Tensor | None, x: Tensor) -> Structure:
         key = (graph, x.dtype, x.device)
