@@ -169,9 +169,9 @@ SECTIONS: tuple[Section, ...] = (
         Run("scaling", "Cost growth from 2^18 to 2^23 nodes (synthetic-products, gnnforge)",
             ("benchmarks/scaling.py", "--sizes", "18,19,20,21,22,23", "--full-sizes",
              "18,19,20,21", "--steps", "50",
-             "--repeats", "1", "--png", "docs/scaling.png")),
+             "--repeats", "1", "--png", "docs/scaling.png"), on_page=False),
         Run("larger_than_memory", "Larger than memory: 2^24 nodes (9.5 GiB of data) under an "
-            "8 GiB memory cgroup", ("benchmarks/larger_than_memory.py",)),
+            "8 GiB memory cgroup", ("benchmarks/larger_than_memory.py",), on_page=False),
         Run("larger_than_memory_labor", "The same with LABOR-0 sampling (kappa 1 and 256)",
             ("benchmarks/larger_than_memory.py", "--configs", "labor"), on_page=False),
     )),

@@ -24,10 +24,11 @@ choice. A class times its contenders on at most `_GRAPHS_PER_CLASS` graphs of ea
 every step, of about the same size) every new graph of that size runs the candidate that
 won most of those trials. Sizes are kept apart because the winner depends on them: on the
 2-core VM, Pubmed (1.4M gathered elements at F=16) preferred numba where R-MAT 2^17 (34M)
-preferred the SSE2 build, and one verdict for both ran Pubmed's backward on the loser. Decisions live in this process only: they are about the user's
-graphs, not the machine. `GNNFORGE_KERNEL_TRIALS=0`, or
-`torch.use_deterministic_algorithms(True)`, turns trials off (every call then runs the
-calibrated choice: which kernel runs does not depend on timings either).
+preferred the SSE2 build, and one verdict for both ran Pubmed's backward on the loser.
+Decisions live in this process only: they are about the user's graphs, not the machine.
+`GNNFORGE_KERNEL_TRIALS=0`, or `torch.use_deterministic_algorithms(True)`, turns trials
+off (every call then runs the calibrated choice: which kernel runs does not depend on
+timings either).
 
 The calibrated choice arrives as an argument (`_auto_kernels` asks `_calibration.choice`
 for it), so trials and calibration sit side by side above the record and this module
