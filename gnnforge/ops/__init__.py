@@ -55,6 +55,7 @@ from gnnforge.ops._shortcuts import (
     u_sub_v,
 )
 from gnnforge.ops._trials import trial_results as kernel_trials
+from gnnforge.ops._trials import trials_run as kernel_trials_run
 from gnnforge.ops._tuning_record import kernel_choices, machine_fingerprint, measured_classes
 from gnnforge.ops._tuning_record import record_path as tuning_record_path
 
@@ -86,6 +87,7 @@ __all__ = [
     "gspmm",
     "kernel_choices",
     "kernel_trials",
+    "kernel_trials_run",
     "machine_fingerprint",
     "measured_classes",
     "relu_dropout",

@@ -49,7 +49,8 @@ import torch
 from gnnforge.ops import _tuning_record
 from gnnforge.ops._kernel_class import KernelClass, representative_work
 
-__all__ = ["choose", "class_choice", "contenders", "enabled", "forget", "run", "trial_results"]
+__all__ = ["choose", "class_choice", "contenders", "enabled", "forget", "run", "trial_results",
+           "trials_run"]
 
 _CONTENDER_RATIO = 2.0
 _FAR_FACTOR = 4
@@ -292,6 +293,12 @@ def _same_bits(one: object, other: object) -> bool:
         if a.dtype != b.dtype or not torch.equal(a, b):
             return False
     return True
+
+
+def trials_run() -> int:
+    """How many trials this process has run: a caller timing something of its own (the
+    planner's races) sees from a change that its call included a trial."""
+    return len(_results)
 
 
 def trial_results() -> list[dict]:

@@ -7,11 +7,13 @@ import pytest
 import torch
 from torch import nn
 
+from gnnforge import ops
 from gnnforge.data import rmat
 from gnnforge.graph import Graph
 from gnnforge.nn import GATConv, GCNConv, NodeClassifier
 from gnnforge.plan import (auto_plans, auto_report, clear_cache, configure_auto, fingerprint,
                            layer_candidates, model_status, models_match, optimize)
+from gnnforge.plan import _auto
 from gnnforge.plan._fingerprint import mismatches
 from gnnforge.plan._graph_cache import GRAPH_CACHE
 from gnnforge.plan._trial import timed_call
@@ -422,3 +424,25 @@ def test_a_first_plan_spending_its_run_in_page_faults_races_the_default(settings
     quiet = entry()
     order = _drive(quiet, seconds, {"dyn": 0, "pre": 0, "default": 0})
     assert quiet.plan == "dyn" and "default" not in order and not quiet.earlier
+
+
+def test_a_timed_call_that_ran_kernel_trials_is_timed_again(settings, monkeypatch):
+    # Every other timed call also times kernel candidates (a new graph's first calls):
+    # those are not recorded, and the race times the same plan on the next call.
+    settings(measure="always", samples=2, max_samples=2, budget=10.0)
+    trials, timed_calls = [0], [0]
+    monkeypatch.setattr(ops, "kernel_trials_run", lambda: trials[0])
+    real_timed_call = _auto.timed_call
+
+    def timed_with_a_trial(call, leaves, record, backward=False):
+        timed_calls[0] += 1
+        trials[0] += timed_calls[0] % 2           # odd timed calls run a kernel trial
+        return real_timed_call(call, leaves, record, backward)
+
+    monkeypatch.setattr(_auto, "timed_call", timed_with_a_trial)
+    layer = GCNConv(12, 5).double()
+    graph = rmat(6, 300, seed=2)
+    _steps(layer, graph, torch.randn(graph.num_nodes, 12, dtype=torch.float64), 40)
+    (entry,) = auto_plans(layer).values()
+    assert entry.race.done and timed_calls[0] >= 4
+    assert sum(len(times) for times in entry.race.times.values()) == timed_calls[0] // 2
