@@ -74,7 +74,7 @@ _ROUNDS_BUDGET_S = 0.02
 _LONG_CALL_S = 0.25
 _LONG_TIMED_RUNS = 2
 # ... and a long contender more than this much slower than the fastest first call is not
-# timed again (on the products-sized graph MKL's SpMM ran 3-5x behind the native builds).
+# timed again: two more multi-second calls would not make it the winner.
 _LONG_DROP_RATIO = 2.0
 _GRAPHS_PER_CLASS = 3
 _MIN_WORK = 2**15
