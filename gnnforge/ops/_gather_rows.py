@@ -10,9 +10,9 @@ every candidate on its real rows (`_trials`, as the aggregations do on their gra
 not only the close ones: at two threads the calibration timed the AVX2 copy at 3.8 ms
 against index_select's 7.8, past the contender ratio, while on the products rows it took
 131 ms against 54) and keeps the winner for that matrix. The race runs on the index's
-first `TRIAL_ROWS`, not the whole batch, which would hold one batch-sized output per
-candidate (+870 MiB peak RSS on the products-sized benchmark); its same-bits check
-therefore covers that sample only.
+first `TRIAL_ROWS`, not the whole batch, whose batch-sized trial outputs had cost +870 MiB
+peak RSS on the products-sized benchmark (when a trial held one per candidate) and whose
+calls would time several whole gathers; its same-bits check covers that sample only.
 """
 
 from __future__ import annotations
