@@ -368,7 +368,8 @@ class PygSAGE(nn.Module):
 
 
 def pyg_loader_forward(model: PygSAGE, batch):
-    """PyG's NeighborLoader recipe: layers on the sampled subgraph, the seeds' rows out.
+    """PyG's NeighborLoader recipe: layers on the sampled subgraph, the seeds' rows out;
+    the model's dropout after each hidden ReLU, as PygSAGE.forward applies it.
 
     With pyg-lib the batch reports nodes and edges per hop and each layer trims the
     subgraph to what later layers need (PyG's hierarchical recipe); torch-sparse's
@@ -383,7 +384,7 @@ def pyg_loader_forward(model: PygSAGE, batch):
             x, edge_index, _ = trim_to_layer(i, hops, batch.num_sampled_edges, x, edge_index)
         x = conv(x, edge_index)
         if i < 2:
-            x = F.relu(x)
+            x = F.dropout(F.relu(x), model.dropout, model.training)
     return x[: batch.batch_size]
 
 

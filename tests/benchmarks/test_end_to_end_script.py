@@ -88,10 +88,28 @@ def test_the_products_models_drop_after_hidden_layers_in_training_only():
     with torch.no_grad():
         assert not torch.equal(dropped(blocks, inputs), plain(blocks, inputs))
         torch.testing.assert_close(dropped.eval()(blocks, inputs), plain(blocks, inputs))
+    _assert_pyg_loader_forward_drops_in_training_only(script, graph, x)
     if script.dgl_reason() is None:
         from _end_to_end_dgl import DglSAGE
 
         assert DglSAGE(dropped).dropout == 0.5 and DglSAGE(plain).dropout == 0.0
+
+
+def _assert_pyg_loader_forward_drops_in_training_only(script, graph: Graph, x) -> None:
+    """The NeighborLoader recipe (a batch without per-hop counts, as torch-sparse's
+    sampler gives) drops as PygSAGE does, and equals the plain model in eval mode."""
+    from types import SimpleNamespace
+
+    batch = SimpleNamespace(x=x, edge_index=torch.stack([graph.src, graph.dst]),
+                            batch_size=20)
+    torch.manual_seed(0)
+    plain, dropped = script.PygSAGE(8, 16, 4), script.PygSAGE(8, 16, 4, dropout=0.5)
+    dropped.load_state_dict(plain.state_dict())
+    with torch.no_grad():
+        expected = script.pyg_loader_forward(plain, batch)
+        assert expected.shape == (20, 4)
+        assert not torch.equal(script.pyg_loader_forward(dropped, batch), expected)
+        torch.testing.assert_close(script.pyg_loader_forward(dropped.eval(), batch), expected)
 
 
 def test_dgl_gin_on_batched_molecules_computes_the_gnnforge_gin():
