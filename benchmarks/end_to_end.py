@@ -527,13 +527,11 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
         t_dgl_loader, acc_dgl_loader = dgl_loader_side(
             dgl, graph.src, graph.dst, graph.num_nodes, x, y, train, test,
             copy.deepcopy(dgl_initial), steps, args.sage_epochs, timed_epochs, labelled)
-    pyg_how = ("pyg-lib, trim_to_layer" if importlib.util.find_spec("pyg_lib")
-               else "torch-sparse; layers on the whole subgraph")
     print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), peers' "
               "own samplers", t_ours, t_loader, t_dgl_loader, acc_ours, acc_loader,
               acc_dgl_loader,
               "the peers' own pipelines: PyG NeighborLoader ("
-              + (pyg_how if pyg_sampling() else "not measured") + "), DGL NeighborSampler + "
+              + (pyg_sampler_words() if pyg_sampling() else "not measured") + "), DGL NeighborSampler + "
               "DataLoader" + ("" if dgl is not None else " (not measured)") + extra)
 
 
@@ -576,6 +574,16 @@ def model_only_row(rows, name, models, graph, sampler, seeds, steps, gathers, y,
 
 def pyg_sampling() -> bool:
     return any(importlib.util.find_spec(m) is not None for m in ("pyg_lib", "torch_sparse"))
+
+
+def pyg_sampler_words() -> str:
+    """The backend PyG's NeighborLoader samples with here, and what it means for the
+    layers: pyg-lib reports per-hop counts (trim_to_layer), torch-sparse does not."""
+    from importlib.metadata import version
+
+    if importlib.util.find_spec("pyg_lib") is not None:
+        return f"pyg-lib {version('pyg_lib')}, trim_to_layer"
+    return f"torch-sparse {version('torch_sparse')}; layers on the whole subgraph"
 
 
 def sage_rows(rows, args) -> None:
@@ -854,6 +862,8 @@ def products(args) -> int:
         skipped["note PyG"] = "torch.sparse CSR adj_t (PyG's large-graph path)"
     elif not pyg_sampling():
         skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
+    else:
+        print(f"PyG NeighborLoader: {pyg_sampler_words()}")
     products_rows(str(Path(__file__).resolve()), args, skipped)
     return 0
 
