@@ -157,11 +157,13 @@ SECTIONS: tuple[Section, ...] = (
         Run("products", "Sampled GraphSAGE on the products-sized graph (2.45M nodes), each "
             "side in its own process", ("benchmarks/end_to_end.py", "--products",
                                         "--products-steps", "30", "--keep-freed-memory",
-                                        "--products-dropout", "0.5,0"),
+                                        "--products-dropout", "0.5,0", "--products-sides",
+                                        "gnnforge,DGL"),
             peer=True),
         Run("products_threads2", "The same at 2 threads (every side's pools)",
             ("benchmarks/end_to_end.py", "--products", "--products-steps", "30", "--threads",
-             "2", "--keep-freed-memory", "--products-dropout", "0.5,0"), peer=True,
+             "2", "--keep-freed-memory", "--products-dropout", "0.5,0", "--products-sides",
+             "gnnforge,DGL"), peer=True,
             on_page=False),
         Run("products_pyg", "With PyG's NeighborLoader (torch-sparse built from source), "
             "5 steps", ("benchmarks/end_to_end.py", "--products", "--products-steps", "5",

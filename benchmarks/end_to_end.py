@@ -39,7 +39,9 @@ samples) is the PyG comparison. When DGL does not import, every DGL cell says so
 --products-nodes for smaller): sampled GraphSAGE-mean 3x256, fanouts [15,10,5], batch 1024,
 dropout 0.5 after the hidden layers (--products-dropout), a fixed number of steps,
 gnnforge vs DGL vs PyG NeighborLoader, each side in its own child process for its peak
-RSS (benchmarks/_end_to_end_products.py says how each is set up).
+RSS (benchmarks/_end_to_end_products.py says how each is set up); --products-sides picks
+the sides (PyG's NeighborLoader on torch-sparse runs every layer on the whole sampled
+subgraph: a step takes tens of seconds, so the long runs leave it to a short one).
 --products --products-gcn: full-graph GCN 2x256 there instead, a training step and
 inference (benchmarks/_end_to_end_products_gcn.py).
 
@@ -862,10 +864,20 @@ def products(args) -> int:
         skipped["note PyG"] = "torch.sparse CSR adj_t (PyG's large-graph path)"
     elif not pyg_sampling():
         skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
-    else:
+    elif "PyG" in args.products_sides:
         print(f"PyG NeighborLoader: {pyg_sampler_words()}")
+    for side in {"gnnforge", "DGL", "PyG"} - set(args.products_sides):
+        skipped[side] = "not in this run (--products-sides)"
     products_rows(str(Path(__file__).resolve()), args, skipped)
     return 0
+
+
+def _sides(text: str) -> list[str]:
+    sides = [part.strip() for part in text.split(",")]
+    unknown = [side for side in sides if side not in ("gnnforge", "DGL", "PyG")]
+    if unknown or not sides:
+        raise argparse.ArgumentTypeError(f"sides among gnnforge, DGL, PyG; got {unknown}")
+    return sides
 
 
 def _probabilities(text: str) -> list[float]:
@@ -910,6 +922,9 @@ def main() -> int:
                         help="--products: every side again with glibc keeping freed blocks "
                              "for reuse (GLIBC_TUNABLES mmap_max=0, a 16 GiB trim "
                              "threshold), as a tuned allocator would")
+    parser.add_argument("--products-sides", type=_sides, default=["gnnforge", "DGL", "PyG"],
+                        help="--products: the sides to run, a comma list (default all three; "
+                             "a PyG NeighborLoader step takes tens of seconds here)")
     parser.add_argument("--products-side", choices=("gnnforge", "DGL", "PyG"),
                         help=argparse.SUPPRESS)  # the child process of --products
     args = parser.parse_args()

@@ -205,6 +205,29 @@ def test_products_mode_prints_a_row_per_side_and_dropout():
     assert float(rows["gnnforge"].split(" | ")[1]) > 0
 
 
+def test_products_sides_left_out_get_a_row_that_says_so():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
+                          "--products", "--products-nodes", "2048", "--products-steps", "1",
+                          "--products-sides", "gnnforge"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ")[1]
+            for line in out.stdout.splitlines()
+            if line.startswith("| ") and not line.startswith(("| side", "| ---"))}
+    assert set(rows) == {"gnnforge", "DGL", "PyG"}
+    assert float(rows["gnnforge"]) > 0
+    assert rows["DGL"] == rows["PyG"] == "not in this run (--products-sides)"
+
+
+def test_products_sides_must_be_known():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
+                          "--products", "--products-sides", "gnnforge,pyg"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 2 and "['pyg']" in out.stderr
+
+
 def test_products_gcn_sides_compute_the_same_model():
     """Full-graph GCN: every side that runs here takes the same first step (the test
     accuracy after it is equal) and reports its times and resources."""
