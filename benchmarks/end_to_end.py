@@ -529,11 +529,11 @@ def sampled_row(rows, name, graph: Graph, x, y, train, test, args, labelled=True
         t_dgl_loader, acc_dgl_loader = dgl_loader_side(
             dgl, graph.src, graph.dst, graph.num_nodes, x, y, train, test,
             copy.deepcopy(dgl_initial), steps, args.sage_epochs, timed_epochs, labelled)
+    pyg_how = pyg_sampler_words() if pyg_sampling() else "not measured"
     print_row(rows, f"SAGE sampled [10,10,10] b1024, {name} ({steps} steps/epoch), peers' "
               "own samplers", t_ours, t_loader, t_dgl_loader, acc_ours, acc_loader,
               acc_dgl_loader,
-              "the peers' own pipelines: PyG NeighborLoader ("
-              + (pyg_sampler_words() if pyg_sampling() else "not measured") + "), DGL NeighborSampler + "
+              f"the peers' own pipelines: PyG NeighborLoader ({pyg_how}), DGL NeighborSampler + "
               "DataLoader" + ("" if dgl is not None else " (not measured)") + extra)
 
 
