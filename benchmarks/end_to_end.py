@@ -832,7 +832,7 @@ def gin_rows(rows, args) -> None:
 
 def products(args) -> int:
     """--products (the parent: one child per side) or --products-side (a child)."""
-    from _end_to_end_products import print_result, products_rows, run_side
+    from _end_to_end_products import SIDES, print_result, products_rows, run_side
 
     from gnnforge.data import PRODUCTS_NODES
 
@@ -866,7 +866,7 @@ def products(args) -> int:
         skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
     elif "PyG" in args.products_sides:
         print(f"PyG NeighborLoader: {pyg_sampler_words()}")
-    for side in {"gnnforge", "DGL", "PyG"} - set(args.products_sides):
+    for side in set(SIDES) - set(args.products_sides):
         skipped[side] = "not in this run (--products-sides)"
     products_rows(str(Path(__file__).resolve()), args, skipped)
     return 0
@@ -875,7 +875,7 @@ def products(args) -> int:
 def _sides(text: str) -> list[str]:
     sides = [part.strip() for part in text.split(",")]
     unknown = [side for side in sides if side not in ("gnnforge", "DGL", "PyG")]
-    if unknown or not sides:
+    if unknown:
         raise argparse.ArgumentTypeError(f"sides among gnnforge, DGL, PyG; got {unknown}")
     return sides
 

@@ -189,42 +189,43 @@ def test_products_side_trains_the_fixed_steps_and_reports_its_resources():
         assert 0 <= result["accuracy"] <= 1 and result["eval_nodes"] > 0
 
 
-def test_products_mode_prints_a_row_per_side_and_dropout():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
-                          "--products", "--products-nodes", "2048", "--products-steps", "1",
-                          "--products-dropout", "0.5,0"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+def _end_to_end(*flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"), *flags],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _tiny_products(*flags: str) -> tuple[str, list[tuple[str, str]]]:
+    """stdout of a 1-step --products run on 2,048 nodes, and its table rows as (label,
+    line) in printed order."""
+    out = _end_to_end("--products", "--products-nodes", "2048", "--products-steps", "1",
+                      *flags)
     assert out.returncode == 0, out.stderr[-2000:]
-    rows = {line.split(" | ")[0].removeprefix("| "): line for line in out.stdout.splitlines()
-            if line.startswith("| ") and not line.startswith(("| side", "| ---"))}
+    rows = [(line.split(" | ")[0].removeprefix("| "), line) for line in out.stdout.splitlines()
+            if line.startswith("| ") and not line.startswith(("| side", "| ---"))]
+    return out.stdout, rows
+
+
+def test_products_mode_prints_a_row_per_side_and_dropout():
+    stdout, lines = _tiny_products("--products-dropout", "0.5,0")
+    rows = dict(lines)
     sides = ("gnnforge", "DGL", "PyG")
     assert set(rows) == {*sides, *(f"{side} (no dropout)" for side in sides)}
-    assert "dropout after each hidden ReLU: 0.5 and none" in out.stdout
-    assert "failed" not in out.stdout
+    assert "dropout after each hidden ReLU: 0.5 and none" in stdout
+    assert "failed" not in stdout
     assert float(rows["gnnforge"].split(" | ")[1]) > 0
 
 
 def test_products_sides_left_out_get_a_row_that_says_so():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
-                          "--products", "--products-nodes", "2048", "--products-steps", "1",
-                          "--products-sides", "gnnforge"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr[-2000:]
-    rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ")[1]
-            for line in out.stdout.splitlines()
-            if line.startswith("| ") and not line.startswith(("| side", "| ---"))}
+    _, lines = _tiny_products("--products-sides", "gnnforge")
+    rows = {label: line.split(" | ")[1] for label, line in lines}
     assert set(rows) == {"gnnforge", "DGL", "PyG"}
     assert float(rows["gnnforge"]) > 0
     assert rows["DGL"] == rows["PyG"] == "not in this run (--products-sides)"
 
 
 def test_products_sides_must_be_known():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
-                          "--products", "--products-sides", "gnnforge,pyg"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = _end_to_end("--products", "--products-sides", "gnnforge,pyg")
     assert out.returncode == 2 and "['pyg']" in out.stderr
 
 
@@ -260,14 +261,8 @@ def test_keep_freed_memory_runs_every_side_again_under_the_glibc_tunables():
     both = allocator_settings(argparse.Namespace(keep_freed_memory=True))
     assert plain == [("", {})]
     assert both == [("", {}), (f" ({KEEP_FREED_LABEL})", {"GLIBC_TUNABLES": KEEP_FREED})]
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"),
-                          "--products", "--products-nodes", "2048", "--products-steps", "1",
-                          "--keep-freed-memory"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr[-2000:]
-    sides = [line.split(" | ")[0].removeprefix("| ") for line in out.stdout.splitlines()
-             if line.startswith("| ") and not line.startswith(("| side", "| ---"))]
-    assert sides == ["gnnforge", "DGL", "PyG"] + [f"{side} ({KEEP_FREED_LABEL})"
-                                                  for side in ("gnnforge", "DGL", "PyG")]
-    assert "failed" not in out.stdout
+    stdout, rows = _tiny_products("--keep-freed-memory")
+    sides = ["gnnforge", "DGL", "PyG"]
+    assert [label for label, _ in rows] == sides + [f"{side} ({KEEP_FREED_LABEL})"
+                                                    for side in sides]
+    assert "failed" not in stdout
