@@ -168,6 +168,9 @@ SECTIONS: tuple[Section, ...] = (
         Run("products_pyg", "With PyG's NeighborLoader (torch-sparse built from source), "
             "5 steps", ("benchmarks/end_to_end.py", "--products", "--products-steps", "5",
                         "--products-dropout", "0.5"), peer=True, on_page=False),
+        Run("products_pyg_threads2", "The same at 2 threads",
+            ("benchmarks/end_to_end.py", "--products", "--products-steps", "5", "--threads", "2",
+             "--products-dropout", "0.5"), peer=True, on_page=False),
         Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
             "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
                         "--products-steps", "1"), peer=True),
