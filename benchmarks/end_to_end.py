@@ -70,6 +70,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))  # _end_to_end_dgl, when loaded by a test
 
+from _end_to_end_products import SIDES  # noqa: E402
+
 from gnnforge.graph import Graph, GraphBatch  # noqa: E402
 
 # ----------------------------------------------------------------------------- helpers
@@ -832,7 +834,7 @@ def gin_rows(rows, args) -> None:
 
 def products(args) -> int:
     """--products (the parent: one child per side) or --products-side (a child)."""
-    from _end_to_end_products import SIDES, print_result, products_rows, run_side
+    from _end_to_end_products import print_result, products_rows, run_side
 
     from gnnforge.data import PRODUCTS_NODES
 
@@ -874,9 +876,9 @@ def products(args) -> int:
 
 def _sides(text: str) -> list[str]:
     sides = [part.strip() for part in text.split(",")]
-    unknown = [side for side in sides if side not in ("gnnforge", "DGL", "PyG")]
+    unknown = [side for side in sides if side not in SIDES]
     if unknown:
-        raise argparse.ArgumentTypeError(f"sides among gnnforge, DGL, PyG; got {unknown}")
+        raise argparse.ArgumentTypeError(f"sides among {', '.join(SIDES)}; got {unknown}")
     return sides
 
 
@@ -922,10 +924,10 @@ def main() -> int:
                         help="--products: every side again with glibc keeping freed blocks "
                              "for reuse (GLIBC_TUNABLES mmap_max=0, a 16 GiB trim "
                              "threshold), as a tuned allocator would")
-    parser.add_argument("--products-sides", type=_sides, default=["gnnforge", "DGL", "PyG"],
+    parser.add_argument("--products-sides", type=_sides, default=list(SIDES),
                         help="--products: the sides to run, a comma list (default all three; "
                              "a PyG NeighborLoader step takes tens of seconds here)")
-    parser.add_argument("--products-side", choices=("gnnforge", "DGL", "PyG"),
+    parser.add_argument("--products-side", choices=SIDES,
                         help=argparse.SUPPRESS)  # the child process of --products
     args = parser.parse_args()
     from gnnforge.train._cli import set_threads
