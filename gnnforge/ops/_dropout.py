@@ -9,7 +9,10 @@ call keeps its value when the top 32 bits of SplitMix64's i-th output for the ca
 (a counter hashed by a bijective mixer, so every element gets an independent-looking
 draw) are at least p * 2^32; one vectorised pass computes mask and product (110 ms there,
 74 ms on two threads). The mask is never stored: backward recomputes it from the seed, so
-dropout holds no [n, F] mask for autograd either.
+dropout holds no [n, F] mask for autograd either. Outputs come from the kernels' reused
+buffers (`_buffers`): a fresh [58.5k, 256] output page-faulted 60-120 ms a call in that
+step, more than the hash (2026-12-02, one thread: the backward's call 113-155 ms fresh,
+29-34 ms pooled).
 
 The seed is drawn from torch's default generator (or `generator`), so `torch.manual_seed`
 makes a run repeat. Values are x * (1 / (1 - p)) or x * 0 (NaN stays NaN), as torch's.
@@ -26,6 +29,7 @@ import torch.nn.functional as F
 from numba import prange
 from torch import Tensor
 
+from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._cpu import _launch
 
 __all__ = ["dropout", "dropout_ref", "relu_dropout"]
@@ -111,7 +115,7 @@ def _scalars(dtype: torch.dtype, seed: int, p: float) -> tuple:
 def _apply(x: Tensor, seed: int, p: float, relu: bool) -> Tensor:
     """x (relu(x) with `relu`) times its multipliers for `seed` (CPU float32/float64)."""
     flat = x.detach().contiguous().view(-1)
-    out = torch.empty_like(flat)
+    out = pooled_empty(flat.shape, flat.dtype)
     _launch(_dropout_kernel, flat.numel(), flat.numel(), flat.numpy(), out.numpy(),
             *_scalars(x.dtype, seed, p), relu)
     return out.view(x.shape)
@@ -155,7 +159,7 @@ class _ReluDropoutGrad(torch.autograd.Function):
         ctx.save_for_backward(result)
         ctx.seed, ctx.p = seed, p
         flat, reference = grad.detach().contiguous().view(-1), result.detach().view(-1)
-        out = torch.empty_like(flat)
+        out = pooled_empty(flat.shape, flat.dtype)
         _launch(_relu_dropout_grad_kernel, flat.numel(), flat.numel(), flat.numpy(),
                 out.numpy(), reference.numpy(), *_scalars(grad.dtype, seed, p))
         return out.view(grad.shape)
