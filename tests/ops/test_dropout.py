@@ -119,8 +119,9 @@ def test_the_mask_looks_like_independent_draws(p):
        dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2**31))
 def test_relu_dropout_is_dropout_of_relu_with_its_gradient(shape, p, dtype, seed):
     x = torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
-    if x.numel() >= 3:
-        x.view(-1)[:3] = torch.tensor([float("nan"), -0.0, 0.0], dtype=dtype)
+    edges = [float("nan"), -0.0, 0.0, float("inf"), -float("inf")]  # a dropped inf is NaN
+    count = min(x.numel(), len(edges))
+    x.view(-1)[:count] = torch.tensor(edges[:count], dtype=dtype)
     fused_x, plain_x = x.clone().requires_grad_(), x.clone().requires_grad_()
     fused = ops.relu_dropout(fused_x, p, generator=torch.Generator().manual_seed(seed))
     plain = ops.dropout(torch.relu(plain_x), p, generator=torch.Generator().manual_seed(seed))
