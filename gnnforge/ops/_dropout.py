@@ -8,12 +8,11 @@ there (cProfile). Here element i of a
 call keeps its value when the top 32 bits of SplitMix64's i-th output for the call's seed
 (a counter hashed by a bijective mixer, so every element gets an independent-looking
 draw) are at least p * 2^32; one vectorised pass computes mask and product (110 ms there,
-74 ms on two threads). The mask is never stored: backward recomputes it from the seed (relu_dropout's
-only for NaN outputs: the others show it), so dropout holds no [n, F] mask for autograd
-either. Outputs come from the kernels' reused
-buffers (`_buffers`): a fresh [58.5k, 256] output page-faulted 60-120 ms a call in that
-step, more than the hash (2026-12-02, one thread: the backward's call 113-155 ms fresh,
-29-34 ms pooled).
+74 ms on two threads). The mask is never stored: backward recomputes it from the seed
+(relu_dropout's only for NaN outputs: the others show it), so dropout holds no [n, F]
+mask for autograd either. Outputs come from the kernels' reused buffers (`_buffers`): a
+fresh [58.5k, 256] output page-faulted 60-120 ms a call in that step, more than the hash
+(2026-12-02, one thread: the backward's call 113-155 ms fresh, 29-34 ms pooled).
 
 The seed is drawn from torch's default generator (or `generator`), so `torch.manual_seed`
 makes a run repeat. Values are x * (1 / (1 - p)) or x * 0 (NaN stays NaN), as torch's.
