@@ -47,12 +47,16 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def format_table(rows: Sequence[tuple[str, Any]], title: str) -> str:
-    """A two-column text table (name, value) under a title."""
+    """A two-column text table (name, value) under a title that spans both columns.
+
+    Values are left-aligned next to their names: a long title or value widens only its
+    own column, never the gap between a name and its value."""
     cells = [(name, _plain(value) if not isinstance(value, str) else value) for name, value in rows]
-    width = max([len(name) for name, _ in cells] + [len(title)])
-    value_width = max([len(str(value)) for _, value in cells] + [5])
+    width = max([len(name) for name, _ in cells] + [5])
+    value_width = max([len(str(value)) for _, value in cells] + [5, len(title) - width - 3])
     rule = f"+-{'-' * width}-+-{'-' * value_width}-+"
-    lines = [rule, f"| {title.ljust(width)} | {''.ljust(value_width)} |", rule]
-    lines += [f"| {name.ljust(width)} | {str(value).rjust(value_width)} |" for name, value in cells]
+    lines = [rule, f"| {title.ljust(width + 3 + value_width)} |", rule]
+    lines += [f"| {name.ljust(width)} | {str(value).ljust(value_width)} |" for name, value in cells]
     lines.append(rule)
     return "\n".join(lines)
+
