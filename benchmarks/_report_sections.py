@@ -174,10 +174,11 @@ SECTIONS: tuple[Section, ...] = (
         Run("products_gcn", "Full-graph GCN on the products-sized graph, each side in its own "
             "process", ("benchmarks/end_to_end.py", "--products", "--products-gcn",
                         "--products-steps", "1"), peer=True),
-        Run("scaling", "Cost growth from 2^18 to 2^23 nodes (synthetic-products, gnnforge)",
+        Run("scaling", "Cost growth from 2^18 to 2^23 nodes (synthetic-products; DGL's "
+            "sampled step beside ours)",
             ("benchmarks/scaling.py", "--sizes", "18,19,20,21,22,23", "--full-sizes",
-             "18,19,20,21", "--steps", "50",
-             "--repeats", "1", "--png", "docs/scaling.png"), on_page=False),
+             "18,19,20,21", "--steps", "50", "--repeats", "1", "--dgl",
+             "--png", "docs/scaling.png"), peer=True, on_page=False),
         Run("larger_than_memory", "Larger than memory: 2^24 nodes (9.5 GiB of data) under an "
             "8 GiB memory cgroup", ("benchmarks/larger_than_memory.py",), on_page=False),
         Run("larger_than_memory_labor", "The same with LABOR-0 sampling (kappa 1 and 256)",

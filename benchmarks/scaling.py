@@ -11,6 +11,10 @@ size, each measurement in its own child process (its peak RSS is its own):
               2^16 nodes a step gathers about 59k input rows over 425k sampled edges,
               on 2.45M nodes 581k rows over 941k edges), so the table also gives the
               sampled work per step and the time per 1,000 sampled edges.
+  DGL sampled with --dgl: the same step in DGL's pipeline (end_to_end.py --products'
+              DGL side: NeighborSampler + DataLoader, dgl.nn.SAGEConv), same sizes and
+              steps, so the table shows whether a growth is the workload's (both grow)
+              or ours. Needs DGL (the peers venv); without it the column says why.
   full graph  GCN 2 layers, hidden --hidden (default 64: at 256 a 2^23-node training
               step needs more than this machine's 24 GiB), one training step over the
               whole graph = one epoch (median of --repeats after untimed ones while the
@@ -24,6 +28,7 @@ Prints one table (ratios against the smallest size) and writes a log-log PNG (--
     python benchmarks/scaling.py                       # 2^18 .. 2^23
     python benchmarks/scaling.py --full-sizes 18,19,20,21   # full graph where it fits
     python benchmarks/scaling.py --sizes 10,11 --steps 5 --repeats 1 --png /tmp/s.png
+    /work/bench-venv/bin/python benchmarks/scaling.py --dgl  # with DGL's sampled step
 """
 
 from __future__ import annotations
@@ -50,10 +55,16 @@ def child(kind: str, log2: int, args) -> dict[str, Any]:
     from gnnforge.train._cli import set_threads
 
     set_threads(args.threads)
-    if kind == "sampled":
+    if kind in ("sampled", "dgl"):
         from _end_to_end_products import run_side
 
-        result = run_side("gnnforge", 2**log2, args.steps, {"OurSAGE": end_to_end.OurSAGE})
+        models: dict[str, Any] = {"OurSAGE": end_to_end.OurSAGE}
+        if kind == "dgl":
+            from _end_to_end_dgl import import_dgl
+
+            models["dgl"] = import_dgl(args.threads)
+        side = "DGL" if kind == "dgl" else "gnnforge"
+        result = run_side(side, 2**log2, args.steps, models)
         return {"ms_per_step": result["ms_per_step"], "peak_rss_mib": result["peak_rss_mib"],
                 "edges": result["edges"], "work": result["work"]}
     from _end_to_end_products_gcn import run_gcn_side
@@ -77,21 +88,33 @@ def measure(kind: str, log2: int, args) -> dict[str, Any] | str:
     return json.loads(lines[-1].removeprefix(_RESULT))
 
 
+def _dgl_measurement(log2: int, args) -> dict[str, Any] | str:
+    """DGL's sampled step at this size, or why it has none."""
+    if not args.dgl:
+        return "not run (no --dgl)"
+    from end_to_end import dgl_reason
+
+    reason = dgl_reason()
+    return reason if reason else measure("dgl", log2, args)
+
+
 def table(rows: list[dict[str, Any]], args) -> list[str]:
     """Markdown rows; ratios against the smallest size that ran."""
     lines = ["| nodes | edges | sampled s/100 steps | vs smallest | input nodes / step "
              "| sampled edges / step | us per 1k sampled edges | vs smallest "
-             "| peak RSS sampled (MiB) "
+             "| peak RSS sampled (MiB) | DGL sampled s/100 steps | DGL vs smallest "
              f"| GCN 2x{args.hidden} step s (epoch) | ns/edge | vs smallest | inference s "
              "| peak RSS full (MiB) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-             "| --- |"]
+             "| --- | --- | --- |"]
     base_step = next((r["sampled"]["ms_per_step"] for r in rows
                       if isinstance(r["sampled"], dict)), None)
     base_work = next((_per_sampled_edge(r["sampled"]) for r in rows
                       if isinstance(r["sampled"], dict)), None)
     base_edge = next((r["full"]["step_s"] / r["full"]["edges"] for r in rows
                       if isinstance(r["full"], dict)), None)
+    base_dgl = next((r["dgl"]["ms_per_step"] for r in rows if isinstance(r["dgl"], dict)),
+                    None)
     for row in rows:
         sampled, full = row["sampled"], row["full"]
         edges = next((part["edges"] for part in (sampled, full) if isinstance(part, dict)), 0)
@@ -105,6 +128,7 @@ def table(rows: list[dict[str, Any]], args) -> list[str]:
                       f"{sampled['peak_rss_mib']:,.0f}"]
         else:
             cells += [sampled] + ["n/a"] * 6
+        cells += _dgl_cells(row["dgl"], base_dgl)
         if isinstance(full, dict):
             per_edge = full["step_s"] / full["edges"]
             cells += [f"{full['step_s']:.2f}", f"{per_edge * 1e9:.1f}",
@@ -114,6 +138,13 @@ def table(rows: list[dict[str, Any]], args) -> list[str]:
             cells += [full, "n/a", "n/a", "n/a", "n/a"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _dgl_cells(dgl: dict[str, Any] | str, base: float | None) -> list[str]:
+    """DGL's sampled step (s / 100 steps, ratio to its smallest size) or why not."""
+    if not isinstance(dgl, dict):
+        return [dgl, "n/a"]
+    return [f"{dgl['ms_per_step'] / 10:.1f}", f"{dgl['ms_per_step'] / base:.2f}x"]
 
 
 def _per_sampled_edge(sampled: dict[str, Any]) -> float:
@@ -139,6 +170,9 @@ def verdict(rows: list[dict[str, Any]]) -> str:
         parts.append(f"sampled edges per step: max/min = {max(work) / min(work):.2f}; "
                      f"sampled time per sampled edge: max/min = "
                      f"{max(per_edge) / min(per_edge):.2f}")
+    dgl = [r["dgl"]["ms_per_step"] for r in rows if isinstance(r["dgl"], dict)]
+    if dgl:
+        parts.append(f"DGL's sampled time per step: max/min = {max(dgl) / min(dgl):.2f}")
     if edges:
         spread = max(edges) / min(edges) - 1
         parts.append(f"full-graph time per edge: max/min = {1 + spread:.2f} "
@@ -157,6 +191,8 @@ def plot(rows: list[dict[str, Any]], path: str, hidden: int) -> None:
     figure, axis = plt.subplots(figsize=(6.5, 4.2))
     for key, label, value in (
             ("sampled", "sampled SAGE 3x256: s / 100 steps", lambda r: r["ms_per_step"] / 10),
+            ("dgl", "DGL's sampled SAGE 3x256: s / 100 steps",
+             lambda r: r["ms_per_step"] / 10),
             ("full", f"full-graph GCN 2x{hidden}: s / epoch (training step)",
              lambda r: r["step_s"])):
         points = [(2**r["log2"], value(r[key])) for r in rows if isinstance(r[key], dict)]
@@ -188,7 +224,9 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=64, help="full-graph GCN width")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--png", default=None, help="write the log-log plot here")
-    parser.add_argument("--child", choices=("sampled", "full"), help=argparse.SUPPRESS)
+    parser.add_argument("--dgl", action="store_true",
+                        help="also time DGL's sampled step at every size (needs DGL)")
+    parser.add_argument("--child", choices=("sampled", "full", "dgl"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     full_sizes = set(sizes if args.full_sizes is None
@@ -200,15 +238,17 @@ def main() -> int:
 
     print(f"synthetic-products at 2^{sizes[0]}..2^{sizes[-1]} nodes, {args.threads} "
           f"thread(s); sampled: {args.steps} timed steps; full graph: median of "
-          f"{args.repeats} at 2^{','.join(str(n) for n in sorted(full_sizes))}; each "
-          f"measurement in its own process")
+          f"{args.repeats} at 2^{','.join(str(n) for n in sorted(full_sizes))}; "
+          f"{'DGL sampled too (same steps); ' if args.dgl else ''}each measurement in its "
+          "own process")
     rows = []
     for log2 in sizes:
         load_synthetic_products(2**log2)  # generated once (progress bar), outside the runs
         sampled = measure("sampled", log2, args)  # first, as before --full-sizes existed
         full = (measure("full", log2, args) if log2 in full_sizes
                 else f"not run (not in --full-sizes {args.full_sizes})")
-        rows.append({"log2": log2, "sampled": sampled, "full": full})
+        rows.append({"log2": log2, "sampled": sampled, "full": full,
+                     "dgl": _dgl_measurement(log2, args)})
         print(f"  2^{log2} done", file=sys.stderr, flush=True)
     print("\n".join(table(rows, args)))
     print(verdict(rows))

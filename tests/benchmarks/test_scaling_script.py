@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -24,7 +25,8 @@ def test_scaling_prints_a_row_per_size_and_writes_the_plot(tmp_path):
     input_nodes, sampled_edges = (int(cell.replace(",", "")) for cell in cells[4:6])
     assert 0 < input_nodes <= 2048 and sampled_edges > 0
     assert float(cells[6]) > 0 and cells[7] == "1.00x"         # time per 1k sampled edges
-    assert float(cells[10]) >= 0 and cells[11] == "1.00x"      # full graph, per edge
+    assert cells[9] == "not run (no --dgl)" and cells[10] == "n/a"
+    assert float(cells[12]) >= 0 and cells[13] == "1.00x"      # full graph, per edge
     assert "sampled time per step: max/min = 1.00" in out.stdout
     assert "sampled time per sampled edge: max/min = 1.00" in out.stdout
     assert png.stat().st_size > 1000
@@ -38,7 +40,23 @@ def test_sizes_outside_full_sizes_are_sampled_only_and_say_so(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 2^")]
     assert len(rows) == 2 and "failed" not in out.stdout
-    assert "not run" not in rows[0]
+    assert "not in --full-sizes" not in rows[0]
     assert float(rows[1].split(" | ")[2]) > 0                  # 2^11 sampled ran
     assert "not run (not in --full-sizes 10)" in rows[1]
     assert "full graph: median of 1 at 2^10;" in out.stdout
+
+
+def test_dgl_column_says_why_when_dgl_does_not_import(tmp_path):
+    """--dgl in an environment without DGL (the project's own): a reason, not a failure."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scaling.py"), "--sizes",
+                          "10", "--steps", "1", "--repeats", "1", "--dgl"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = next(line for line in out.stdout.splitlines() if line.startswith("| 2^10"))
+    dgl_cell = row.split(" | ")[9]
+    if importlib.util.find_spec("dgl") is None:
+        assert dgl_cell == "DGL skipped: not installed"
+    else:  # the peers venv: DGL measured
+        assert float(dgl_cell) > 0 and row.split(" | ")[10] == "1.00x"
+        assert "DGL's sampled time per step: max/min = 1.00" in out.stdout
