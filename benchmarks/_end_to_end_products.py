@@ -250,7 +250,7 @@ def products_rows(script: str, args, skipped: dict[str, str]) -> None:
     skipped: side -> why it cannot run here (a cell instead of a child)."""
     from gnnforge.data import load_synthetic_products
 
-    data = load_synthetic_products(args.products_nodes)  # generated once, outside the runs
+    data = load_synthetic_products(args.products_nodes, prefetch=False)  # generated once
     if args.products_gcn:
         from _end_to_end_products_gcn import gcn_header, gcn_row
 

@@ -7,7 +7,8 @@ batch 1024, Adam; CSR and features memory-mapped) in a memory cgroup of its own 
 at --limit-gib: anonymous memory and page cache together, memory-mapped pages included
 (benchmarks/_memory_limit.py). Before each run the dataset's files are evicted from the
 page cache, so every configuration starts cold and its file pages are charged to its own
-cgroup. The configurations change one thing at a time:
+cgroup, and the runs do not warm it (`--warm-page-cache off`; its `auto` would not either,
+the files being larger than the limit). The configurations change one thing at a time:
 
   no cache        independent minibatches (kappa 1), every input row read from the map
   cache           the feature cache (`--cache-size` rows, LRU) in front of the map
@@ -81,6 +82,7 @@ def train_command(args, flags: list[str], out_dir: Path) -> list[str]:
     return [sys.executable, "-m", "gnnforge", "train", "--task", "node", "--mode", "sampled",
             "--dataset", "synthetic-products", "--synthetic-nodes", str(2**args.log2),
             "--max-steps", str(args.steps), "--threads", str(args.threads), "--no-progress",
+            "--warm-page-cache", "off",  # every read is a step's: the table counts them
             "--out-dir", str(out_dir), *flags]
 
 
@@ -156,7 +158,7 @@ def main() -> int:
         parser.error(f"unknown --configs {unknown}; choose from {', '.join(CONFIGS)}")
     from gnnforge.data import load_synthetic_products
 
-    data = load_synthetic_products(2**args.log2, progress=True)  # outside the limit
+    data = load_synthetic_products(2**args.log2, progress=True, prefetch=False)  # unlimited
     files = sorted(data.folder.glob("*.npy"))
     disk = sum(path.stat().st_size for path in files)
     print(f"synthetic-products 2^{args.log2}: {data.num_nodes:,} nodes, {data.num_edges:,} "

@@ -243,7 +243,7 @@ def main() -> int:
           "own process")
     rows = []
     for log2 in sizes:
-        load_synthetic_products(2**log2)  # generated once (progress bar), outside the runs
+        load_synthetic_products(2**log2, prefetch=False)  # generated once, outside the runs
         sampled = measure("sampled", log2, args)  # first, as before --full-sizes existed
         full = (measure("full", log2, args) if log2 in full_sizes
                 else f"not run (not in --full-sizes {args.full_sizes})")

@@ -13,7 +13,9 @@ The maps of `col` and `x` are advised random access (madvise MADV_RANDOM): minib
 read scattered neighbour lists and 400-byte feature rows, and the kernel's default
 readahead would read up to 128 KiB around each missed page, most of it never used, which
 matters once the files do not fit in memory (benchmarks/larger_than_memory.py measures
-it). `GNNFORGE_MMAP_ADVICE=normal` keeps the kernel's default.
+it). `GNNFORGE_MMAP_ADVICE=normal` keeps the kernel's default. Without readahead a cold page
+cache costs one storage read per page touched, so where the files fit in memory a load
+first reads rowptr, col and x front to back (`_page_cache.warm_page_cache`; `prefetch`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import torch
 from torch import Tensor
 
 from gnnforge.data._errors import DataFormatError
+from gnnforge.data._page_cache import PageCacheWarmup, warm_page_cache
 from gnnforge.data._paths import cache_dir
 from gnnforge.data._synthetic_products import (GENERATOR_VERSION, PRODUCTS_NODES, ProductsSpec,
                                                generate_products)
@@ -39,6 +42,7 @@ __all__ = ["MappedProducts", "generated_meta", "load_synthetic_products", "produ
 
 _ARRAYS = ("rowptr", "col", "x", "y", "train", "val", "test")
 _RANDOM_ACCESS = ("col", "x")             # read in scattered pieces by every minibatch
+_PREFETCHED = ("rowptr", "col", "x")      # the maps; the rest is copied at load anyway
 ADVICE_ENV = "GNNFORGE_MMAP_ADVICE"
 
 
@@ -55,6 +59,8 @@ class MappedProducts:
         train, val, test: sorted int64 node ids.
         meta: meta.json (parameters, generator version, sizes, degree statistics).
         folder: where the files are.
+        warmup: whether the load read the maps' files into the page cache, and how long
+            it took (`load_synthetic_products`' `prefetch`).
     """
 
     rowptr: np.ndarray
@@ -66,6 +72,7 @@ class MappedProducts:
     test: Tensor
     meta: dict[str, Any]
     folder: Path
+    warmup: PageCacheWarmup
 
     @property
     def num_nodes(self) -> int:
@@ -87,13 +94,19 @@ def products_folder(spec: ProductsSpec) -> Path:
 
 
 def load_synthetic_products(num_nodes: int = PRODUCTS_NODES, seed: int = 0, *,
-                            progress: bool | None = None) -> MappedProducts:
+                            progress: bool | None = None,
+                            prefetch: bool | None = None) -> MappedProducts:
     """The synthetic-products graph of `num_nodes` nodes, generated on first use.
 
     Args:
         num_nodes: 1,024 .. 2**31 - 1 (default: ogbn-products' 2,449,029).
         seed: seed of every draw.
-        progress: the generation's progress bar (None: on a terminal only).
+        progress: the generation's and the prefetch's progress bars (None: on a
+            terminal only).
+        prefetch: read rowptr, col and x once, front to back, so that minibatches' scattered
+            reads of their maps hit the page cache: True always, False never, None
+            (default) when they take at most half of the memory this process may use
+            (MemAvailable and its cgroups' headroom). The result's `warmup` says which.
 
     Raises:
         ValueError / TypeError: a bad `num_nodes` or `seed` (named).
@@ -103,7 +116,7 @@ def load_synthetic_products(num_nodes: int = PRODUCTS_NODES, seed: int = 0, *,
     folder = products_folder(spec)
     if _current(folder, spec) is None:
         _generate(spec, folder, progress)
-    return _open(folder)
+    return _open(folder, prefetch, progress)
 
 
 def generated_meta(num_nodes: int = PRODUCTS_NODES, seed: int = 0) -> dict[str, Any] | None:
@@ -158,11 +171,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _open(folder: Path) -> MappedProducts:
+def _open(folder: Path, prefetch: bool | None, progress: bool | None) -> MappedProducts:
     meta = json.loads((folder / "meta.json").read_text())
     # Copy-on-write maps: writable for torch.from_numpy, and nothing reaches the files.
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="c") for name in _ARRAYS}
     _check(folder, meta, arrays)
+    warmup = warm_page_cache([folder / f"{name}.npy" for name in _PREFETCHED],
+                             prefetch=prefetch, progress=progress)
     advice = map_advice()
     for name in _RANDOM_ACCESS:
         _advise(arrays[name], advice)
@@ -171,7 +186,7 @@ def _open(folder: Path) -> MappedProducts:
         y=torch.from_numpy(np.asarray(arrays["y"], dtype=np.int64)),
         **{name: torch.from_numpy(np.asarray(arrays[name], dtype=np.int64))
            for name in ("train", "val", "test")},
-        meta=meta, folder=folder)
+        meta=meta, folder=folder, warmup=warmup)
 
 
 def map_advice() -> int | None:

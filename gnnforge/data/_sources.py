@@ -108,7 +108,7 @@ def _synthetic_products(clean: CleanOptions, num_nodes: int, seed: int, progress
 
     from gnnforge.data._mapped_products import load_synthetic_products
 
-    data = load_synthetic_products(num_nodes, seed, progress=progress)
+    data = load_synthetic_products(num_nodes, seed, progress=progress, prefetch=False)
     if data.num_edges > PRODUCTS_GRAPH_MAX_EDGES:
         raise ValueError(
             f"synthetic-products with {num_nodes:,} nodes has {data.num_edges:,} edges: an "

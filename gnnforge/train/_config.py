@@ -24,6 +24,7 @@ DEFAULT_DATASETS = {"graph": "nci-tpsa", "node": "pubmed", "link": "rmat"}
 NODE_MODES = ("full", "sampled")
 NODE_MODELS = ("sage", "gcn", "gat")
 WEIGHT_DECAY_LAYERS = ("all", "first")
+WARM_PAGE_CACHE = ("auto", "on", "off")
 ACTIVATIONS = ("relu", "elu")
 # The node task's recipe options and their defaults (refused by the other tasks).
 NODE_RECIPE_OPTIONS = {"normalize_features": False, "weight_decay_layers": "all",
@@ -113,6 +114,9 @@ class TrainConfig:
     # synthetic-products: its number of nodes (0: ogbn-products' 2,449,029), for the
     # scaling curves (2**18..2**23) and small test runs.
     synthetic_nodes: int = 0
+    # synthetic-products: read its mapped files front to back before training (auto: when
+    # they fit in half the memory this process may use; gnnforge/data/_page_cache.py).
+    warm_page_cache: str = "auto"
     # node task, the papers' recipes (gnnforge/train/recipes/): row-normalise the input
     # features (Kipf & Welling's preprocessing: each bag-of-words row sums to 1); put the
     # weight decay on 'all' layers or on the 'first' only (Kipf's reference code
@@ -389,6 +393,12 @@ def _validate_synthetic_nodes(config: TrainConfig) -> None:
     if config.synthetic_nodes and not 1024 <= config.synthetic_nodes < 2**31:
         raise ConfigError(f"--synthetic-nodes must lie in [1024, 2**31), got "
                           f"{config.synthetic_nodes}")
+    if config.warm_page_cache not in WARM_PAGE_CACHE:
+        raise ConfigError(f"--warm-page-cache must be one of {WARM_PAGE_CACHE}, got "
+                          f"{config.warm_page_cache!r}")
+    if config.warm_page_cache != "auto" and not products:
+        raise ConfigError(f"--warm-page-cache reads --dataset synthetic-products' files (got "
+                          f"--dataset {config.dataset})")
     if products and config.task == "node" and config.mode != "sampled":
         raise ConfigError("--dataset synthetic-products trains with --mode sampled only: it "
                           "is held as a memory-mapped CSR, and full-graph training would "

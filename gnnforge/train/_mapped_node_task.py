@@ -50,8 +50,10 @@ class MappedNodeTask:
                 raise ConfigError(f"--dataset synthetic-products does not take "
                                   f"--{name.replace('_', '-')} {getattr(config, name)}: {why}")
         self.config = config
+        prefetch = {"auto": None, "on": True, "off": False}[config.warm_page_cache]
         self.data = load_synthetic_products(config.synthetic_nodes or PRODUCTS_NODES,
-                                            config.seed, progress=config.progress)
+                                            config.seed, progress=config.progress,
+                                            prefetch=prefetch)
         empty = self.data.col[:0]  # eids: the CSR positions are the edge ids
         self.edges = InEdges(self.data.rowptr, self.data.col, empty, self.data.num_nodes)
         self.x, self.y = self.data.x, self.data.y
@@ -65,7 +67,8 @@ class MappedNodeTask:
         self.name = f"node classification (sampled-graph {config.model.upper()})"
         spec = self.data.meta["spec"]
         self.description = (f"synthetic-products ({self.data.num_nodes:,} nodes, seed "
-                            f"{spec['seed']}, memory-mapped from {self.data.folder})")
+                            f"{spec['seed']}, memory-mapped from {self.data.folder}; "
+                            f"{self.data.warmup.describe()})")
 
     def build_model(self) -> nn.Module:
         from gnnforge.nn import NodeClassifier

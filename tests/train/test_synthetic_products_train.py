@@ -49,6 +49,10 @@ def test_products_defaults_are_the_issue_workload_and_other_datasets_keep_theirs
     ({"dataset": "sbm", "synthetic_nodes": 4096}, "--synthetic-nodes sizes"),
     ({"dataset": "synthetic-products", "synthetic_nodes": 100}, r"\[1024, 2\*\*31\)"),
     ({"dataset": "synthetic-products", "task": "link"}, "trains --task node"),
+    ({"dataset": "synthetic-products", "warm_page_cache": "yes"},
+     r"--warm-page-cache must be one of \('auto', 'on', 'off'\), got 'yes'"),
+    ({"dataset": "sbm", "warm_page_cache": "on"}, "--warm-page-cache reads --dataset "
+     "synthetic-products' files \\(got --dataset sbm\\)"),
 ])
 def test_products_refusals_name_the_option(overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -98,6 +102,20 @@ def test_the_task_holds_the_mapped_csr_not_a_graph(cache):
     assert sum(block.num_edges for block in blocks) <= 128 * 2 + 384 * 3 + 1536 * 4
     assert task.sampler.features(task.x, input_nodes).shape == (input_nodes.numel(), 100)
     assert seeds.numel() == 128
+
+
+@pytest.mark.parametrize("choice, read", [("on", True), ("off", False), ("auto", True)])
+def test_warm_page_cache_reads_the_maps_files_or_says_why_not(cache, choice, read):
+    from gnnforge.train._cli import build_task
+
+    config = load_config({"dataset": "synthetic-products", "synthetic_nodes": 4096,
+                          "warm_page_cache": choice, "progress": False})
+    task = build_task(config)
+    maps = sum((task.data.folder / f"{name}.npy").stat().st_size
+               for name in ("rowptr", "col", "x"))
+    assert task.data.warmup.bytes_read == (maps if read else 0)  # auto: 1.6 MiB fits
+    expected = "prefetched into the page cache" if read else "not prefetched (prefetch=False)"
+    assert expected in task.description
 
 
 def test_normalize_features_is_refused_on_the_mapped_features(cache):
