@@ -110,13 +110,19 @@ def fixed_extreme_grad(name: str) -> Callable:
 
 
 def native_variants() -> list[str]:
-    """Native variants allowed on this host under GNNFORGE_ISA, narrowest first."""
+    """Native variants allowed on this host under GNNFORGE_ISA that load, narrowest first
+    (built on first use: `_native_build.load`)."""
+    return [name for name in allowed_native_variants() if _native_build.load(name) is not None]
+
+
+def allowed_native_variants() -> list[str]:
+    """Native variants this host can run under GNNFORGE_ISA's ceiling, narrowest first."""
     names = [variant.name for variant in _native_build.available_variants()]
     ceiling = _native_build.isa_restriction()
     if ceiling is not None:
         names = [name for name in names
                  if name not in _ISA_ORDER or _ISA_ORDER.index(name) <= _ISA_ORDER.index(ceiling)]
-    return [name for name in names if _native_build.load(name) is not None]
+    return names
 
 
 @functools.lru_cache(maxsize=None)

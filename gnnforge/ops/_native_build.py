@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "Variant", "available_variants", "build",
-           "default_variant", "isa_restriction", "load", "unavailable_reason"]
+           "default_variant", "is_cached", "isa_restriction", "load", "unavailable_reason"]
 
 _SOURCE_DIR = Path(__file__).with_name("_native_src")
 _COMMON_FLAGS = ("-O3", "-fopenmp", "-shared", "-fPIC", "-std=c++17")
@@ -320,6 +320,19 @@ def build(variant: str | None = None, directory: Path | None = None,
             errors.append(error)
     raise RuntimeError(f"compiling the native kernels ({spec.name}) failed:\n"
                        + "\n".join(errors))
+
+
+def is_cached(variant: str | None = None, directory: Path | None = None) -> bool:
+    """Whether `build(variant)` would find an intact library in the cache (no compile)."""
+    from gnnforge.data import cache_dir
+
+    compiler = _compiler()
+    if compiler is None:
+        return False
+    spec = _variant(variant or default_variant())
+    directory = Path(directory) if directory is not None else cache_dir() / "native"
+    return any(_intact(directory / f"gnnforge_native-{spec.name}-{_key(compiler, flags)}.so")
+               for flags in spec.flags)
 
 
 def _missing_symbols(library: ctypes.CDLL) -> list[str]:

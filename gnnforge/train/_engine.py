@@ -143,6 +143,7 @@ def fit(config: TrainConfig, task: Task, *, printer=print) -> dict[str, Any]:
         trained = nn.parallel.DistributedDataParallel(
             model, device_ids=None if device.index is None else [device.index])
     saver = _Saver(path, model, optimizer, task, config, rank, world)
+    _prepare_kernels(device, printer if rank == 0 else (lambda *_: None))
     _plan_model(model, task, printer if rank == 0 else (lambda *_: None))
 
     while progress.epoch < config.epochs and not progress.stopped_early \
@@ -217,6 +218,18 @@ def _plan_model(model: nn.Module, task: Task, printer) -> None:
         printer("planned layers: PyG's order (this task has no fixed graph to plan on)")
         return
     printer(str(optimize(model, target, training=True)))
+
+
+def _prepare_kernels(device: torch.device, printer) -> None:
+    """Compile the native CPU kernels before the first timed step (once per machine):
+    otherwise the build lands in the first epoch's training time and steps/s."""
+    if device.type != "cpu":
+        return
+    from gnnforge.ops._native_prepare import prepare_native_kernels
+
+    line = prepare_native_kernels()
+    if line is not None:
+        printer(line)
 
 
 def _resume(path: Path, model, optimizer, task: Task, config: TrainConfig, rank: int,
