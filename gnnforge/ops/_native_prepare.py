@@ -30,7 +30,10 @@ def prepare_native_kernels() -> str | None:
     start = time.perf_counter()
     loaded = native_variants()
     seconds = time.perf_counter() - start
+    compiled = [name for name in missing if name in loaded]
     failed = [name for name in missing if name not in loaded]
-    line = (f"native kernels: compiled {', '.join(missing)} for this CPU in {seconds:.0f} s "
+    if not compiled:  # a failed build is remembered (and warned about) by _native_build
+        return None
+    line = (f"native kernels: compiled {', '.join(compiled)} for this CPU in {seconds:.0f} s "
             f"(once per machine, before training; cached in the gnnforge cache's native/)")
     return line + (f"; {', '.join(failed)} failed: other backends stand in" if failed else "")

@@ -31,8 +31,16 @@ def test_the_line_names_what_was_compiled_and_what_failed(monkeypatch):
     monkeypatch.setattr(_native_build, "is_cached", lambda name: name == "sse2")
     monkeypatch.setattr(_native_prepare, "native_variants", lambda: ["sse2", "avx2"])
     line = _native_prepare.prepare_native_kernels()
-    assert line.startswith("native kernels: compiled avx2, avx512 for this CPU in ")
+    assert line.startswith("native kernels: compiled avx2 for this CPU in ")
     assert line.endswith("; avx512 failed: other backends stand in")
+
+
+def test_a_variant_that_failed_before_is_not_announced_again(monkeypatch):
+    monkeypatch.setattr(_native_prepare, "allowed_native_variants", lambda: ["sse2", "avx512"])
+    monkeypatch.setattr(_native_build, "_compiler", lambda: "/usr/bin/g++")
+    monkeypatch.setattr(_native_build, "is_cached", lambda name: name == "sse2")
+    monkeypatch.setattr(_native_prepare, "native_variants", lambda: ["sse2"])
+    assert _native_prepare.prepare_native_kernels() is None
 
 
 def test_disabled_native_kernels_compile_nothing(monkeypatch):
