@@ -301,8 +301,9 @@ def build(variant: str | None = None, directory: Path | None = None,
     directory.mkdir(parents=True, exist_ok=True)
     errors = []
     for flags in spec.flags:
-        stem = f"gnnforge_native-{spec.name}-{_key(compiler, flags)}"
-        target, failed = directory / f"{stem}.so", directory / f"{stem}.failed"
+        target = _library_path(directory, spec.name, compiler, flags)
+        stem = target.stem
+        failed = target.with_suffix(".failed")
         with _locked(directory / f".{stem}.lock"):
             if not rebuild and _intact(target):
                 return target
@@ -331,8 +332,13 @@ def is_cached(variant: str | None = None, directory: Path | None = None) -> bool
         return False
     spec = _variant(variant or default_variant())
     directory = Path(directory) if directory is not None else cache_dir() / "native"
-    return any(_intact(directory / f"gnnforge_native-{spec.name}-{_key(compiler, flags)}.so")
+    return any(_intact(_library_path(directory, spec.name, compiler, flags))
                for flags in spec.flags)
+
+
+def _library_path(directory: Path, variant: str, compiler: str, flags: tuple[str, ...]) -> Path:
+    """Where `build` caches the library of `variant` compiled with `flags`."""
+    return directory / f"gnnforge_native-{variant}-{_key(compiler, flags)}.so"
 
 
 def _missing_symbols(library: ctypes.CDLL) -> list[str]:
