@@ -34,12 +34,19 @@ test: setup
 # recompiles as on a TPU. It needs torch==2.9.0 (a CUDA build on PyPI, with its nvidia-* wheels),
 # so it lives in its own .venv-xla and never touches .venv (README, "XLA").
 XLA_VENV := .venv-xla
-XLA_PIP := $(XLA_VENV)/bin/python -m pip install -c constraints-xla.txt
+# --no-cache-dir: the 4.2 GB of wheels are not kept a second time in pip's cache.
+XLA_PIP := $(XLA_VENV)/bin/python -m pip install --no-cache-dir -c constraints-xla.txt
 XLA_STAMP := $(XLA_VENV)/.installed
+# 7.6 GB installed plus the 4.2 GB of wheels pip unpacks from its temporary folder.
+XLA_NEEDS_GIB := 12
 
 xla-env: $(XLA_STAMP)
 
 $(XLA_STAMP): pyproject.toml constraints-xla.txt Makefile
+	@test -x $(XLA_VENV)/bin/python || { free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); \
+	  if [ "$$free" -lt $(XLA_NEEDS_GIB) ]; then \
+	    echo "make xla-env: needs about $(XLA_NEEDS_GIB) GiB free on the disk of $$(pwd) (7.6 GB installed, 4.2 GB of downloads); it has $$free GiB" >&2; \
+	    exit 1; fi; }
 	test -x $(XLA_VENV)/bin/python || $(PYTHON) -m venv $(XLA_VENV)
 	$(XLA_PIP) --upgrade pip
 	$(XLA_PIP) torch==2.9.0 torch_xla==2.9.0
