@@ -1,7 +1,10 @@
 """The CPU kernels by backend name, and which of them can run a kernel class.
 
 Names: 'native' (the host's widest variant), 'native:VARIANT' (one instruction-set build,
-see `_native_build`), 'numba' and 'mkl' (copy_u sum/mean through torch.sparse.mm). Every
+see `_native_build`), 'native:VARIANT/srcNMiB' (its copy_u sum/mean and the mean's
+gradient in passes over source ranges of N MiB: `_native.gspmm_source_blocked`, the same
+bits), 'numba' and 'mkl'
+(copy_u sum/mean through torch.sparse.mm). Every
 kernel here has the contract of `_cpu.gspmm_cpu` / `gsddmm_cpu` / `mean_grad_cpu` /
 `extreme_grad_cpu`. The native and MKL backends compute the calls they cover
 (`_native.spmm_covered`, `_native_binary.spmm_covered`, ...) and this module runs numba's
@@ -23,17 +26,42 @@ from torch import Tensor
 from gnnforge.ops import _cpu, _mkl, _native, _native_binary, _native_build
 from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad_cpu
-from gnnforge.ops._kernel_class import KernelClass
+from gnnforge.ops._kernel_class import KernelClass, last_level_cache_bytes
 
 __all__ = ["candidates", "fixed_extreme_grad", "fixed_gather", "fixed_mean_grad", "fixed_sddmm",
-           "fixed_spmm", "native_variants"]
+           "fixed_spmm", "native_variants", "source_block_forms"]
 
 _ISA_ORDER = _native_build.ISA_ORDER
 GATHER = "gather_rows"  # the kernel class primitive of `fixed_gather`
+# Source-range sizes of the blocked copy sum/mean, as shares of the last-level cache
+# (synthetic-products at F=64 on a 260 MiB L3, one thread: 2^21's 512 MiB of rows ran
+# best in 64 MiB ranges, 1.37x one pass; 2^18's 64 MiB in 32 MiB ones, 1.25x). Which
+# one wins, if any, is measured on the real graph (`_trials`).
+_SOURCE_BLOCK_SHARES = (8, 4)
+_SOURCE_FORM = "/src"
 
 
 def _variant(name: str) -> str | None:
     return name.split(":", 1)[1] if name.startswith("native:") else None
+
+
+def _source_form(name: str) -> tuple[str, int | None]:
+    """(backend name, source-range bytes) of 'native:VARIANT/srcNMiB'; (name, None) for
+    any other name."""
+    if _SOURCE_FORM not in name:
+        return name, None
+    base, _, form = name.partition(_SOURCE_FORM)
+    if not form.endswith("MiB") or not form[:-3].isdigit() or not base.startswith("native"):
+        raise ValueError(f"unknown kernel name {name!r}: a source-blocked form is "
+                         f"'native:VARIANT{_SOURCE_FORM}NMiB'")
+    return base, int(form[:-3]) * 2**20
+
+
+def source_block_forms(name: str) -> list[str]:
+    """The source-blocked forms of native backend `name` for this machine's cache."""
+    llc_mib = last_level_cache_bytes() // 2**20
+    sizes = sorted({max(1, llc_mib // share) for share in _SOURCE_BLOCK_SHARES})
+    return [f"{name}{_SOURCE_FORM}{mib}MiB" for mib in sizes]
 
 
 def _native_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
@@ -65,6 +93,19 @@ def _native_sddmm(lhs_row: Tensor, rhs_row: Tensor, lhs: Tensor, rhs: Tensor, op
     return _cpu.gsddmm_cpu(lhs_row, rhs_row, lhs, rhs, op)
 
 
+def _source_blocked_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
+                         rhs: Tensor | None, op: str, reduce: str, record_args: bool = True,
+                         variant: str | None = None, block_bytes: int = 0
+                         ) -> tuple[Tensor, Tensor, Tensor]:
+    """The native copy sum/mean in source ranges of `block_bytes` where it covers the call,
+    else the variant's own g-SpMM."""
+    if _native.source_blocks_cover(op, reduce):
+        out = _native.gspmm_source_blocked(rowptr, col, lhs, reduce, block_bytes, variant)
+        # two empty winners, not one twice: a custom op's returns may not alias
+        return out, torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64)
+    return _native_spmm(rowptr, col, eids, lhs, rhs, op, reduce, record_args, variant)
+
+
 def _mkl_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
               rhs: Tensor | None, op: str, reduce: str,
               record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
@@ -81,6 +122,10 @@ def fixed_spmm(name: str) -> Callable:
         return gspmm_cpu
     if name == "mkl":
         return _mkl_spmm
+    base, block_bytes = _source_form(name)
+    if block_bytes is not None:
+        return functools.partial(_source_blocked_spmm, variant=_variant(base),
+                                 block_bytes=block_bytes)
     return functools.partial(_native_spmm, variant=_variant(name))
 
 
@@ -98,7 +143,9 @@ def fixed_mean_grad(name: str) -> Callable:
     """The copy_u-mean gradient kernel of backend `name` (mkl has none: numba's)."""
     if name in ("numba", "mkl"):
         return mean_grad_cpu
-    return functools.partial(_native.mean_grad_native, variant=_variant(name))
+    base, block_bytes = _source_form(name)
+    return functools.partial(_native.mean_grad_native, variant=_variant(base),
+                             block_bytes=block_bytes)
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,13 +198,26 @@ def _pooled_index_select(x: Tensor, index: Tensor) -> Tensor:
     return torch.index_select(x, 0, index, out=out)
 
 
+def _source_blocks_cover(kernel_class: KernelClass) -> bool:
+    """Whether the native kernels of `kernel_class` have source-blocked forms (copy_u sum
+    and mean, and the mean's gradient, the weighted sum over the CSC)."""
+    return kernel_class.primitive == "mean_grad" or (
+        kernel_class.primitive == "copy_lhs" and kernel_class.reduce in ("sum", "mean"))
+
+
 def candidates(kernel_class: KernelClass) -> list[str]:
-    """Backend names that can run `kernel_class`, e.g. ['native:sse2', 'numba', 'mkl']."""
+    """Backend names that can run `kernel_class`, e.g. ['native:sse2', 'numba', 'mkl'];
+    for copy_u sum and mean and the mean's gradient, also the widest native variant's
+    source-blocked forms (`source_block_forms`: the trials time them on each real graph;
+    where x is smaller than a form's range the form is one pass, as fast as its base)."""
     if kernel_class.primitive == GATHER:  # copies of the values: the native builds and torch
         return [f"native:{name}" for name in native_variants()] + ["torch"]
     names = []
     if _native.supports(kernel_class.primitive, kernel_class.reduce):
-        names += [f"native:{name}" for name in native_variants()]
+        variants = native_variants()
+        names += [f"native:{name}" for name in variants]
+        if variants and _source_blocks_cover(kernel_class):
+            names += source_block_forms(f"native:{variants[-1]}")
     names.append("numba")
     if kernel_class.primitive == "copy_lhs" and kernel_class.reduce in ("sum", "mean"):
         names.append("mkl")

@@ -20,8 +20,8 @@ from torch import Tensor
 from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._native_build import load
 
-__all__ = ["available", "extreme_grad_native", "gspmm_native", "mean_grad_native",
-           "spmm_covered", "supports"]
+__all__ = ["available", "extreme_grad_native", "gspmm_native", "gspmm_source_blocked",
+           "mean_grad_native", "source_blocks_cover", "spmm_covered", "supports"]
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -129,16 +129,59 @@ def gspmm_native(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
     return (out, arg, empty) if op == "copy_lhs" else (out, empty, arg)
 
 
+def source_blocks_cover(op: str, reduce: str) -> bool:
+    """Whether `gspmm_source_blocked` computes this call (copy_u sum and mean)."""
+    return op == "copy_lhs" and reduce in ("sum", "mean")
+
+
+def gspmm_source_blocked(rowptr: Tensor, col: Tensor, lhs: Tensor, reduce: str,
+                         block_bytes: int, variant: str | None = None) -> Tensor:
+    """copy_u sum (mean) over `lhs` in passes over ranges of source rows of at most
+    `block_bytes` each: the output of `gspmm_native` with the same bits.
+
+    A one-pass pull gathers rows from all of `lhs`; where `lhs` is larger than the
+    last-level cache nearly every gather misses it. One pass per source range gathers from
+    that range only (it stays in cache when `block_bytes` fits) at the price of reading and
+    writing the output once per pass: on synthetic-products 2^21 at F=64 (512 MiB of
+    rows, 260 MiB of L3) eight ranges ran 1.6x faster than one pass (docs/kernels.md).
+    Each row's in-edges are still added in their stored order, so the bits are those of
+    the one-pass kernel.
+    """
+    x = lhs if lhs.dim() == 2 and lhs.dtype in _DTYPE_CODES and lhs.is_contiguous() \
+        else _rows(lhs)
+    rows, width = rowptr.shape[0] - 1, x.shape[1]
+    out = _empty(rows, width, x.dtype)
+    row_bytes = max(1, width * x.element_size())
+    block_rows = max(1, block_bytes // row_bytes)
+    if rows and width:
+        load(variant).gf_spmm_sum_blocked(
+            _DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64, rowptr.data_ptr(),
+            col.data_ptr(), x.data_ptr(), out.data_ptr(), rows, width, int(reduce == "mean"),
+            _threads(col.shape[0] * width), x.shape[0], block_rows)
+    if x is not lhs:
+        out = out.reshape(rows, *lhs.shape[1:])
+        if out.dtype != lhs.dtype:
+            out = out.to(lhs.dtype)
+    return out
+
+
 def mean_grad_native(colptr: Tensor, row: Tensor, rowptr: Tensor, grad: Tensor,
-                     num_src: int, variant: str | None = None) -> Tensor:
-    """Gradient of copy_u mean w.r.t. x; same contract as `_cpu.mean_grad_cpu`."""
+                     num_src: int, variant: str | None = None,
+                     block_bytes: int | None = None) -> Tensor:
+    """Gradient of copy_u mean w.r.t. x; same contract as `_cpu.mean_grad_cpu`.
+
+    `block_bytes`: gather from ranges of rows of `grad` of at most that many bytes, one
+    pass each, as `gspmm_source_blocked` does (the same bits); None for one pass.
+    """
     values = _rows(grad)
     out = _empty(num_src, values.shape[1], values.dtype)
+    block_rows = 0 if block_bytes is None else \
+        max(1, block_bytes // max(1, values.shape[1] * values.element_size()))
     if num_src and out.shape[1]:
         load(variant).gf_mean_grad(_DTYPE_CODES[values.dtype], colptr.dtype == torch.int64,
                             colptr.data_ptr(), row.data_ptr(), rowptr.data_ptr(),
                             values.data_ptr(), out.data_ptr(), num_src, rowptr.shape[0] - 1,
-                            out.shape[1], _threads(row.numel() * out.shape[1]))
+                            out.shape[1], _threads(row.numel() * out.shape[1]), block_rows)
     return out.to(grad.dtype)
 
 

@@ -13,7 +13,7 @@ the same bits as the calibrated choice's (so a trial changes speed, never result
 returns that result; later calls on that graph run the winner directly.
 
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
-(at most `_MAX_CONTENDERS`), within `_FAR_CONTENDER_RATIO` for a call `_FAR_FACTOR` times
+(at most `_MAX_CONTENDERS`, and the calibrated choice's other forms, `_forms_of`), within `_FAR_CONTENDER_RATIO` for a call `_FAR_FACTOR` times
 larger or smaller than the calibration input (its ranking says less there: restricted to
 SSE2, the calibration graph's 4 MiB of 256-byte rows ran numba 2.1x faster than the SSE2
 build, R-MAT 2^17's 32 MiB ran the SSE2 build 1.6x faster, and a 2x bound kept SSE2 out of
@@ -41,7 +41,7 @@ import collections
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import torch
@@ -78,6 +78,7 @@ _LONG_TIMED_RUNS = 2
 _LONG_DROP_RATIO = 2.0
 _GRAPHS_PER_CLASS = 3
 _MIN_WORK = 2**15
+_FORM_SEPARATOR = "/"
 
 Result = TypeVar("Result")
 GraphKey = tuple[int, ...]
@@ -113,7 +114,22 @@ def contenders(kernel_class: KernelClass, calibrated: str, work: int | None = No
     close = sorted((name for name, ms in times.items()
                     if name != calibrated and ms <= ratio * times[calibrated]),
                    key=times.get)
-    return [calibrated, *close][:_MAX_CONTENDERS]
+    chosen = [calibrated, *close][:_MAX_CONTENDERS]
+    return chosen + [name for name in _forms_of(chosen[0], times) if name not in chosen]
+
+
+def _forms_of(name: str, names: Iterable[str]) -> list[str]:
+    """The other forms ('BASE/FORM', and BASE itself) of `name`'s base among `names`, in
+    their order.
+
+    A form computes its base's bits another way (the source-blocked copy sum:
+    `_cpu_kernels`); what it gains depends on the graph more than the calibration input
+    shows (two in-edges a row: few gathers share a source range), so the calibrated
+    choice's forms are contenders on every real graph, beyond the close ones.
+    """
+    base = name.split(_FORM_SEPARATOR, 1)[0]
+    return [other for other in names if other != name
+            and (other == base or other.startswith(base + _FORM_SEPARATOR))]
 
 
 def _far_from_calibration(kernel_class: KernelClass, work: int | None) -> bool:

@@ -209,6 +209,29 @@ def test_a_call_far_from_the_calibration_size_times_more_contenders(calibrated, 
     assert trial_choice() == "native:sse2" and "mkl" not in calls
 
 
+def test_the_calibrated_choices_forms_contend_however_slow_their_calibration(
+        calibrated, monkeypatch):
+    """A source-blocked form ('BASE/srcNMiB') of the calibrated choice is timed on every
+    real graph, beyond the contender ratio and count; another base's forms are not."""
+    calls, runner = calibrated
+    monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
+        "choice": "native:avx2", "min_ms": {
+            "native:avx2": 1.0, "native:sse2": 1.1, "numba": 1.2, "mkl": 1.3,
+            "native:avx2/src8MiB": 9.0, "native:avx2/src16MiB": 3.0,
+            "native:sse2/src8MiB": 1.05}}})
+    assert _trials.contenders(SUM64, "native:avx2") == [
+        "native:avx2", "native:sse2/src8MiB", "native:sse2",
+        "native:avx2/src8MiB", "native:avx2/src16MiB"]
+    # A form as the calibrated choice brings its base and its sibling.
+    assert _trials.contenders(SUM64, "native:avx2/src16MiB") == [
+        "native:avx2/src16MiB", "native:avx2", "native:sse2/src8MiB", "native:avx2/src8MiB"]
+    # On a dense graph far larger than the cache the slowest-calibrated form wins.
+    _trials.run(SUM64, "native:avx2", (8,), BIG, runner({
+        "native:avx2": 4.0, "native:sse2": 4.0, "native:sse2/src8MiB": 3.0,
+        "native:avx2/src8MiB": 1.0, "native:avx2/src16MiB": 2.0}))
+    assert trial_choice() == "native:avx2/src8MiB"
+
+
 def test_representative_work_is_edges_times_the_representative_width():
     nodes, edges = _kernel_class.representative_size(SUM64)
     assert _kernel_class.representative_work(SUM64) == edges * 64           # 256-byte float32 rows

@@ -249,6 +249,118 @@ void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, in
   spmm_sum_vectors<T, I, kW, 32>(ptr, index, x, out, rows, width, mean, threads, weight);
 }
 
+// ------------------------------------------------------------------------- source blocks
+
+// Rows a pass of the source-blocked sum collects before it gathers: their segments' indices
+// are copied into one short list, so the prefetch runs along it across rows as in
+// sum_rows_exact.
+constexpr int64_t kBlockedBatchRows = 256;
+
+// out_row (+)= the rows x[index[j]] for j in [begin, end) of a short index list, times
+// `scale`: the same adds, in the same order and vector blocks, as spmm_sum_vectors on a
+// whole row, so a row summed in several segments has the bits of one pass.
+template <class T, class I, bool kW, int B>
+inline void sum_segment(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
+                        T* out_row, bool accumulate, T scale, const T* weight, int64_t limit) {
+  constexpr int L = Vec<T, B>::size;
+  const int64_t exact = width % L == 0 ? width / L : 0;
+  switch (exact) {
+#define GF_CASE(n) case n: if constexpr (max_vectors(B) >= n) { \
+                             sum_block<T, I, n, kW, B>(index, begin, end, x, width, 0, out_row, \
+                                                       accumulate, limit, scale, false, weight); \
+                             return; \
+                           } \
+                           break;
+    GF_CASE(1) GF_CASE(2) GF_CASE(4) GF_CASE(8) GF_CASE(16)
+#undef GF_CASE
+    default: break;
+  }
+  if (width <= max_vectors(B) * L) {
+    sum_edges<T, I, kW, B>(index, begin, end, x, width, out_row, accumulate, scale, false,
+                           weight, limit);
+    return;
+  }
+  const int64_t tile = std::max<int64_t>(1, kTileBytes / (width * static_cast<int64_t>(sizeof(T))));
+  for (int64_t j = begin; j < end; j += tile) {
+    const int64_t stop = std::min(end, j + tile);
+    sum_edges<T, I, kW, B>(index, j, stop, x, width, out_row, accumulate || j != begin,
+                           stop == end ? scale : T(1), false, weight, end);
+  }
+}
+
+// spmm_sum_vectors with the sources split into ranges of `block_rows` rows: one pass per
+// range, each adding to every output row the in-edges whose source lies in it, so a pass
+// gathers from one range only and, where the range fits the last-level cache while x does
+// not, reads it from there. Each row's cursor (`next`) marks its first edge not yet added:
+// a pass adds edges from it while their source is below the range's end (the last pass
+// adds the rest), so every edge is added exactly once and in its row's order, sorted or
+// not, and the result has the bits of one pass (out is stored and read back between
+// passes, in T; the mean's scale is applied with the row's last edge). Rows are split
+// among threads within each pass, so all threads gather from the same range.
+template <class T, class I, bool kW, int B>
+void spmm_sum_source_blocked(const I* ptr, const I* index, const T* x, T* out, int64_t rows,
+                             int64_t width, bool mean, int threads, const T* weight,
+                             int64_t num_src, int64_t block_rows) {
+  std::vector<I> next(ptr, ptr + rows);
+  for (int64_t block_end = block_rows;; block_end += block_rows) {
+    const bool last_block = block_end >= num_src;
+    const bool first_block = block_end == block_rows;
+    parallel_rows(ptr, rows, threads, [&](int64_t first, int64_t last) {
+      std::vector<I> list;
+      int64_t starts[kBlockedBatchRows + 1];
+      for (int64_t v0 = first; v0 < last; v0 += kBlockedBatchRows) {
+        const int64_t v1 = std::min(last, v0 + kBlockedBatchRows);
+        list.clear();
+        for (int64_t v = v0; v < v1; ++v) {
+          starts[v - v0] = static_cast<int64_t>(list.size());
+          const int64_t end = ptr[v + 1];
+          int64_t stop = next[v];
+          if (last_block) stop = end;
+          else while (stop < end && static_cast<int64_t>(index[stop]) < block_end) ++stop;
+          list.insert(list.end(), index + next[v], index + stop);
+        }
+        starts[v1 - v0] = static_cast<int64_t>(list.size());
+        const int64_t limit = starts[v1 - v0];
+        for (int64_t v = v0; v < v1; ++v) {
+          const int64_t begin = ptr[v], end = ptr[v + 1];
+          T* out_row = out + v * width;
+          if (begin == end) {
+            if (first_block) std::memset(out_row, 0, width * sizeof(T));
+            continue;
+          }
+          const int64_t j0 = starts[v - v0], j1 = starts[v - v0 + 1];
+          if (j0 == j1) continue;
+          const bool done = next[v] + (j1 - j0) == end;
+          const T scale = mean && done ? T(1) / T(end - begin) : T(1);
+          sum_segment<T, I, kW, B>(list.data(), j0, j1, x, width, out_row, next[v] != begin,
+                                   scale, weight, limit);
+          next[v] = static_cast<I>(next[v] + (j1 - j0));
+        }
+      }
+    });
+    if (last_block) break;
+  }
+}
+
+// spmm_sum's vector width choice, for the source-blocked sum (block_rows >= num_src: one
+// pass, spmm_sum itself).
+template <class T, class I, bool kW = false>
+void spmm_sum_blocked(const I* ptr, const I* index, const T* x, T* out, int64_t rows,
+                      int64_t width, bool mean, int threads, int64_t num_src,
+                      int64_t block_rows, const T* weight = nullptr) {
+  if (block_rows <= 0 || block_rows >= num_src) {
+    spmm_sum<T, I, kW>(ptr, index, x, out, rows, width, mean, threads, weight);
+    return;
+  }
+  if (kWideBytes > 32 && width % Vec<T, kWideBytes>::size == 0) {
+    spmm_sum_source_blocked<T, I, kW, kWideBytes>(ptr, index, x, out, rows, width, mean,
+                                                  threads, weight, num_src, block_rows);
+    return;
+  }
+  spmm_sum_source_blocked<T, I, kW, 32>(ptr, index, x, out, rows, width, mean, threads,
+                                        weight, num_src, block_rows);
+}
+
 // ------------------------------------------------------------------------- max / min
 
 // out/arg[v, c0:c0+NV*L] = max (min) of x[index[j], same] over j in [begin, end) and the
@@ -384,15 +496,18 @@ void spmm_extreme(const I* ptr, const I* index, const T* x, T* out, A* arg, int6
 
 // Gradient of copy_u mean: out[u] = sum over CSC entries j of u of grad[row[j]] / deg(row[j]),
 // deg read from the forward CSR row pointer: the weighted sum kernel over the CSC.
+// block_rows > 0: in passes over ranges of that many rows of grad (spmm_sum_blocked).
 template <class T, class I>
 void mean_grad(const I* colptr, const I* row, const I* rowptr, const T* grad, T* out,
-               int64_t num_src, int64_t num_dst, int64_t width, int threads) {
+               int64_t num_src, int64_t num_dst, int64_t width, int threads,
+               int64_t block_rows) {
   std::vector<T> inverse(num_dst);
   for (int64_t v = 0; v < num_dst; ++v) {
     const int64_t degree = rowptr[v + 1] - rowptr[v];
     inverse[v] = degree ? T(1) / T(degree) : T(0);
   }
-  spmm_sum<T, I, true>(colptr, row, grad, out, num_src, width, false, threads, inverse.data());
+  spmm_sum_blocked<T, I, true>(colptr, row, grad, out, num_src, width, false, threads, num_dst,
+                               block_rows, inverse.data());
 }
 
 // Gradient of copy_u max/min: out[u, f] = sum of grad[v, f] over the outputs (v, f) whose
@@ -479,7 +594,7 @@ void spmm_copy(const void* ptr, const void* index, const void* x, void* out, voi
 
 extern "C" {
 
-int gf_abi_version() { return 5; }
+int gf_abi_version() { return 6; }
 
 // reduce: 0 sum, 1 mean, 2 max, 3 min. dtype: 0 float32, 1 float64. index64: 0 int32
 // ptr/index, 1 int64. arg: [rows, width] winners in the index type, or null (max/min only).
@@ -492,12 +607,28 @@ void gf_spmm_copy(int dtype, int index64, const void* ptr, const void* index, co
   else spmm_copy<double, int64_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
 }
 
+// The copy_u sum (mean) of gf_spmm_copy with the sources in ranges of block_rows rows, one
+// pass per range (spmm_sum_source_blocked); num_src: rows of x. Same bits as gf_spmm_copy.
+void gf_spmm_sum_blocked(int dtype, int index64, const void* ptr, const void* index,
+                         const void* x, void* out, int64_t rows, int64_t width, int mean,
+                         int threads, int64_t num_src, int64_t block_rows) {
+#define GF_ARGS(T, I) static_cast<const I*>(ptr), static_cast<const I*>(index), \
+    static_cast<const T*>(x), static_cast<T*>(out), rows, width, mean != 0, threads, num_src, \
+    block_rows
+  if (dtype == 0 && !index64) spmm_sum_blocked<float, int32_t>(GF_ARGS(float, int32_t));
+  else if (dtype == 0) spmm_sum_blocked<float, int64_t>(GF_ARGS(float, int64_t));
+  else if (!index64) spmm_sum_blocked<double, int32_t>(GF_ARGS(double, int32_t));
+  else spmm_sum_blocked<double, int64_t>(GF_ARGS(double, int64_t));
+#undef GF_ARGS
+}
+
+// block_rows: 0 for one pass, else passes over ranges of that many rows of grad.
 void gf_mean_grad(int dtype, int index64, const void* colptr, const void* row,
                   const void* rowptr, const void* grad, void* out, int64_t num_src,
-                  int64_t num_dst, int64_t width, int threads) {
+                  int64_t num_dst, int64_t width, int threads, int64_t block_rows) {
 #define GF_ARGS(T, I) static_cast<const I*>(colptr), static_cast<const I*>(row), \
     static_cast<const I*>(rowptr), static_cast<const T*>(grad), static_cast<T*>(out), \
-    num_src, num_dst, width, threads
+    num_src, num_dst, width, threads, block_rows
   if (dtype == 0 && !index64) mean_grad<float, int32_t>(GF_ARGS(float, int32_t));
   else if (dtype == 0) mean_grad<float, int64_t>(GF_ARGS(float, int64_t));
   else if (!index64) mean_grad<double, int32_t>(GF_ARGS(double, int32_t));
