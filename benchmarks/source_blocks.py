@@ -9,7 +9,7 @@ Two measurements on synthetic-products 2^k nodes, rows of --width float32:
           have the one-pass bits.
   gcn     the full-graph GCN 2x--width training step and inference (end_to_end.py's
           products GCN side), one thread, in two child processes that differ in one
-          thing: the forms removed from the kernel candidates, or kept. Each starts from
+          thing: the forms removed from the trials' contenders, or kept. Each starts from
           an empty tuning record (its own GNNFORGE_CACHE, linking the user cache's data
           and native builds), so each calibrates and runs its trials afresh; the table
           names the candidate each class ended with.

@@ -15,6 +15,7 @@ The top of kernel selection: vocabulary < record < calibration and trials (side 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TypeVar
@@ -88,9 +89,10 @@ def tune(classes: list[KernelClass] | None = None, force: bool = False,
 def _run(kernel_class: KernelClass, graph: _trials.GraphKey, work: int,
          call: Callable[[str], Result]) -> Result:
     """`call(name)` for the candidate to run: the calibration's choice for the class,
-    refined on `graph` by the trials."""
+    refined on `graph` by the trials (which also time its source-blocked forms)."""
     calibrated = _calibration.choice(kernel_class, _cpu_kernels)
-    return _trials.run(kernel_class, calibrated, graph, work, call)
+    return _trials.run(kernel_class, calibrated, graph, work, call,
+                       functools.partial(_cpu_kernels.forms, kernel_class, calibrated))
 
 
 def _class(primitive: str, reduce: str, data: Tensor, index: Tensor, width: int,

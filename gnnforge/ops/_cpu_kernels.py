@@ -12,7 +12,8 @@ kernels for the rest, so each name is a complete backend while the backends impo
 each other (nor the native copy kernels the binary ones: both sit side by side here).
 These are the candidates the calibration times (`_auto_kernels` hands this module to it
 as a `_calibration_inputs.CandidateKernels`) and the per-graph trials and 'auto' choose
-among; this module knows nothing of choosing.
+among (the trials also time the calibrated choice's source-blocked `forms`); this module
+knows nothing of choosing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from gnnforge.ops._cpu import extreme_grad_cpu, gsddmm_cpu, gspmm_cpu, mean_grad
 from gnnforge.ops._kernel_class import KernelClass, last_level_cache_bytes
 
 __all__ = ["candidates", "fixed_extreme_grad", "fixed_gather", "fixed_mean_grad", "fixed_sddmm",
-           "fixed_spmm", "native_variants", "source_block_forms"]
+           "fixed_spmm", "forms", "native_variants", "source_block_forms"]
 
 _ISA_ORDER = _native_build.ISA_ORDER
 GATHER = "gather_rows"  # the kernel class primitive of `fixed_gather`
@@ -206,19 +207,30 @@ def _source_blocks_cover(kernel_class: KernelClass) -> bool:
 
 
 def candidates(kernel_class: KernelClass) -> list[str]:
-    """Backend names that can run `kernel_class`, e.g. ['native:sse2', 'numba', 'mkl'];
-    for copy_u sum and mean and the mean's gradient, also the widest native variant's
-    source-blocked forms (`source_block_forms`: the trials time them on each real graph;
-    where x is smaller than a form's range the form is one pass, as fast as its base)."""
+    """Backend names that can run `kernel_class`, e.g. ['native:sse2', 'numba', 'mkl']: what
+    the calibration times. The source-blocked forms are not among them (`forms`)."""
     if kernel_class.primitive == GATHER:  # copies of the values: the native builds and torch
         return [f"native:{name}" for name in native_variants()] + ["torch"]
     names = []
     if _native.supports(kernel_class.primitive, kernel_class.reduce):
-        variants = native_variants()
-        names += [f"native:{name}" for name in variants]
-        if variants and _source_blocks_cover(kernel_class):
-            names += source_block_forms(f"native:{variants[-1]}")
+        names += [f"native:{name}" for name in native_variants()]
     names.append("numba")
     if kernel_class.primitive == "copy_lhs" and kernel_class.reduce in ("sum", "mean"):
         names.append("mkl")
     return names
+
+
+def forms(kernel_class: KernelClass, name: str) -> list[str]:
+    """The other ways to compute native backend `name`'s bits for `kernel_class`: for copy_u
+    sum and mean and the mean's gradient, its base and the base's source-blocked forms
+    (`source_block_forms`), without `name` itself; [] for other classes and backends.
+
+    The trials time them on each real graph (`_trials.contenders`); the calibration does
+    not: its graph has two in-edges a row, so few gathers share a source range and a form
+    ties its base there, and a tie would flip the recorded choice (and with it the
+    planner's fingerprint, `plan._fingerprint`) between identical kernels.
+    """
+    base, _ = _source_form(name)
+    if not base.startswith("native") or not _source_blocks_cover(kernel_class):
+        return []
+    return [other for other in [base, *source_block_forms(base)] if other != name]

@@ -13,16 +13,19 @@ the same bits as the calibrated choice's (so a trial changes speed, never result
 returns that result; later calls on that graph run the winner directly.
 
 Bounded: contenders are the candidates within `_CONTENDER_RATIO` of the calibrated best
-(at most `_MAX_CONTENDERS`, and the calibrated choice's other forms, `_forms_of`), within `_FAR_CONTENDER_RATIO` for a call `_FAR_FACTOR` times
+(at most `_MAX_CONTENDERS`), within `_FAR_CONTENDER_RATIO` for a call `_FAR_FACTOR` times
 larger or smaller than the calibration input (its ranking says less there: restricted to
 SSE2, the calibration graph's 4 MiB of 256-byte rows ran numba 2.1x faster than the SSE2
 build, R-MAT 2^17's 32 MiB ran the SSE2 build 1.6x faster, and a 2x bound kept SSE2 out of
-the trial); calls gathering fewer than `_MIN_WORK` elements (a few
-microseconds, where timing is noise) and classes with one contender run the calibrated
-choice. A class times its contenders on at most `_GRAPHS_PER_CLASS` graphs of each size
-(work in the same power-of-4 range: `size_bucket`); after that (sampled minibatches: a new graph
-every step, of about the same size) every new graph of that size runs the candidate that
-won most of those trials. Sizes are kept apart because the winner depends on them: on the
+the trial); calls gathering fewer than `_MIN_WORK` elements (a few microseconds, where
+timing is noise) and classes with one contender run the calibrated choice. Beyond those,
+the caller may hand in `forms`: candidates the calibration does not time, which compute
+the calibrated choice's bits another way (the source-blocked copy sum,
+`_cpu_kernels.forms`); they contend on every real graph. A class times its contenders on
+at most `_GRAPHS_PER_CLASS` graphs of each size (work in the same power-of-4 range:
+`size_bucket`); after that (sampled minibatches: a new graph every step, of about the
+same size) every new graph of that size runs the candidate that won most of those trials.
+Sizes are kept apart because the winner depends on them: on the
 2-core VM, Pubmed (1.4M gathered elements at F=16) preferred numba where R-MAT 2^17 (34M)
 preferred the SSE2 build, and one verdict for both ran Pubmed's backward on the loser.
 Decisions live in this process only: they are about the user's graphs, not the machine.
@@ -41,7 +44,7 @@ import collections
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import torch
@@ -78,7 +81,6 @@ _LONG_TIMED_RUNS = 2
 _LONG_DROP_RATIO = 2.0
 _GRAPHS_PER_CLASS = 3
 _MIN_WORK = 2**15
-_FORM_SEPARATOR = "/"
 
 Result = TypeVar("Result")
 GraphKey = tuple[int, ...]
@@ -100,36 +102,26 @@ def enabled() -> bool:
     return not torch.are_deterministic_algorithms_enabled()
 
 
-def contenders(kernel_class: KernelClass, calibrated: str, work: int | None = None) -> list[str]:
+def contenders(kernel_class: KernelClass, calibrated: str, work: int | None = None,
+               forms: Sequence[str] = ()) -> list[str]:
     """The calibrated choice first, then the candidates whose calibrated best time was
     within `_CONTENDER_RATIO` of it (fastest first, at most `_MAX_CONTENDERS` in all);
     within `_FAR_CONTENDER_RATIO` when a call's `work` (gathered elements) is at least
-    `_FAR_FACTOR` times above or below the calibration's."""
+    `_FAR_FACTOR` times above or below the calibration's. Then `forms`, whatever the
+    calibration says: other ways to compute the calibrated choice's bits, whose gain
+    depends on the graph more than the calibration input shows (two in-edges a row:
+    few gathers share a source range)."""
     entry = _tuning_record.measured_classes().get(kernel_class.key(), {})
     times = entry.get("min_ms", {})
-    if calibrated not in times:
-        return [calibrated]
-    ratio = _FAR_CONTENDER_RATIO if _far_from_calibration(kernel_class, work) \
-        else _CONTENDER_RATIO
-    close = sorted((name for name, ms in times.items()
-                    if name != calibrated and ms <= ratio * times[calibrated]),
-                   key=times.get)
-    chosen = [calibrated, *close][:_MAX_CONTENDERS]
-    return chosen + [name for name in _forms_of(chosen[0], times) if name not in chosen]
-
-
-def _forms_of(name: str, names: Iterable[str]) -> list[str]:
-    """The other forms ('BASE/FORM', and BASE itself) of `name`'s base among `names`, in
-    their order.
-
-    A form computes its base's bits another way (the source-blocked copy sum:
-    `_cpu_kernels`); what it gains depends on the graph more than the calibration input
-    shows (two in-edges a row: few gathers share a source range), so the calibrated
-    choice's forms are contenders on every real graph, beyond the close ones.
-    """
-    base = name.split(_FORM_SEPARATOR, 1)[0]
-    return [other for other in names if other != name
-            and (other == base or other.startswith(base + _FORM_SEPARATOR))]
+    chosen = [calibrated]
+    if calibrated in times:
+        ratio = _FAR_CONTENDER_RATIO if _far_from_calibration(kernel_class, work) \
+            else _CONTENDER_RATIO
+        close = sorted((name for name, ms in times.items()
+                        if name != calibrated and ms <= ratio * times[calibrated]),
+                       key=times.get)
+        chosen = [calibrated, *close][:_MAX_CONTENDERS]
+    return chosen + [name for name in forms if name not in chosen]
 
 
 def _far_from_calibration(kernel_class: KernelClass, work: int | None) -> bool:
@@ -142,7 +134,8 @@ def _far_from_calibration(kernel_class: KernelClass, work: int | None) -> bool:
 
 
 def run(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
-        call: Callable[[str], Result]) -> Result:
+        call: Callable[[str], Result], forms: Callable[[], Sequence[str]] | None = None
+        ) -> Result:
     """`call(name)` for the candidate to run on `graph` (a key of its index arrays).
 
     Args:
@@ -152,8 +145,11 @@ def run(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
             index arrays); a decision is reused for calls with the same key.
         work: elements the call gathers (edges x width): small calls are not timed.
         call: runs the named candidate and returns its result.
+        forms: gives the other ways to compute `calibrated`'s bits, timed on every new
+            graph (`contenders`); asked only when a new graph is trialled (kernel calls
+            are microseconds on small graphs).
     """
-    plan = _plan(kernel_class, calibrated, graph, work)
+    plan = _plan(kernel_class, calibrated, graph, work, forms=forms)
     if isinstance(plan, str):
         return call(plan)
     return _trial(kernel_class, graph, work, plan, call)[1]
@@ -175,7 +171,8 @@ def choose(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: in
 
 
 def _plan(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int,
-          candidates: Sequence[str] | None = None) -> str | list[str]:
+          candidates: Sequence[str] | None = None,
+          forms: Callable[[], Sequence[str]] | None = None) -> str | list[str]:
     """The candidate to run without a trial, or the contenders to time (two or more)."""
     if not enabled():
         return calibrated
@@ -187,7 +184,7 @@ def _plan(kernel_class: KernelClass, calibrated: str, graph: GraphKey, work: int
     if work < _MIN_WORK:
         return calibrated
     with _lock:
-        names = _names_for_new_graph(kernel_class, calibrated, work, candidates)
+        names = _names_for_new_graph(kernel_class, calibrated, work, candidates, forms)
     return names[0] if len(names) == 1 else names
 
 
@@ -204,10 +201,12 @@ def class_choice(kernel_class: KernelClass, calibrated: str, work: int) -> str:
 
 
 def _names_for_new_graph(kernel_class: KernelClass, calibrated: str, work: int,
-                         candidates: Sequence[str] | None = None) -> list[str]:
+                         candidates: Sequence[str] | None = None,
+                         forms: Callable[[], Sequence[str]] | None = None) -> list[str]:
     """The contenders to time on a new graph (`candidates` when given, else those close
-    in the calibration), or [the name to run] when none are left."""
-    names = contenders(kernel_class, calibrated, work) if candidates is None else \
+    in the calibration and `forms`), or [the name to run] when none are left."""
+    names = contenders(kernel_class, calibrated, work, forms() if forms else ()) \
+        if candidates is None else \
         [calibrated, *(name for name in candidates if name != calibrated)]
     if len(names) == 1:
         _settled[(kernel_class, size_bucket(work))] = names[0]

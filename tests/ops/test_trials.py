@@ -209,27 +209,31 @@ def test_a_call_far_from_the_calibration_size_times_more_contenders(calibrated, 
     assert trial_choice() == "native:sse2" and "mkl" not in calls
 
 
-def test_the_calibrated_choices_forms_contend_however_slow_their_calibration(
-        calibrated, monkeypatch):
-    """A source-blocked form ('BASE/srcNMiB') of the calibrated choice is timed on every
-    real graph, beyond the contender ratio and count; another base's forms are not."""
+def test_forms_handed_in_contend_beyond_the_ratio_and_the_count(calibrated, monkeypatch):
+    """The caller's forms of the calibrated choice (other ways to compute its bits, which
+    the calibration does not time) are contenders on every real graph, after the close
+    candidates, beyond the contender ratio and count."""
     calls, runner = calibrated
     monkeypatch.setattr(_tuning_record, "measured_classes", lambda: {SUM64.key(): {
         "choice": "native:avx2", "min_ms": {
-            "native:avx2": 1.0, "native:sse2": 1.1, "numba": 1.2, "mkl": 1.3,
-            "native:avx2/src8MiB": 9.0, "native:avx2/src16MiB": 3.0,
-            "native:sse2/src8MiB": 1.05}}})
-    assert _trials.contenders(SUM64, "native:avx2") == [
-        "native:avx2", "native:sse2/src8MiB", "native:sse2",
-        "native:avx2/src8MiB", "native:avx2/src16MiB"]
-    # A form as the calibrated choice brings its base and its sibling.
-    assert _trials.contenders(SUM64, "native:avx2/src16MiB") == [
-        "native:avx2/src16MiB", "native:avx2", "native:sse2/src8MiB", "native:avx2/src8MiB"]
-    # On a dense graph far larger than the cache the slowest-calibrated form wins.
+            "native:avx2": 1.0, "native:sse2": 1.1, "numba": 1.2, "mkl": 9.0}}})
+    forms = ["native:avx2/src8MiB", "native:avx2/src16MiB"]
+    assert _trials.contenders(SUM64, "native:avx2", forms=forms) == [
+        "native:avx2", "native:sse2", "numba", *forms]
+    # A calibrated choice without timings (one candidate, or a record's bare choice).
+    assert _trials.contenders(SUM64, "native:avx512", forms=["native:avx512/src8MiB"]) == [
+        "native:avx512", "native:avx512/src8MiB"]
+    # On a dense graph far larger than the cache a form wins; the forms are asked for
+    # only when a new graph is trialled.
+    asked = []
     _trials.run(SUM64, "native:avx2", (8,), BIG, runner({
-        "native:avx2": 4.0, "native:sse2": 4.0, "native:sse2/src8MiB": 3.0,
-        "native:avx2/src8MiB": 1.0, "native:avx2/src16MiB": 2.0}))
-    assert trial_choice() == "native:avx2/src8MiB"
+        "native:avx2": 4.0, "native:sse2": 4.0, "numba": 4.0,
+        "native:avx2/src8MiB": 1.0, "native:avx2/src16MiB": 2.0}),
+        forms=lambda: asked.append(1) or forms)
+    assert trial_choice() == "native:avx2/src8MiB" and asked == [1]
+    _trials.run(SUM64, "native:avx2", (8,), BIG, runner({"native:avx2/src8MiB": 1.0}),
+                forms=lambda: asked.append(1) or forms)
+    assert asked == [1]
 
 
 def test_representative_work_is_edges_times_the_representative_width():

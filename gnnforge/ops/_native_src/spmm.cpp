@@ -239,10 +239,15 @@ void spmm_sum_vectors(const I* ptr, const I* index, const T* x, T* out, int64_t 
 // of them, in 32-byte vectors otherwise. Kernel alone, Pubmed F=256 float32 (two threads,
 // cold cache, median of 15, interleaved): sum 2.46-2.88 -> 1.65-1.83 ms, the mean gradient
 // 2.52-3.13 -> 1.68-2.17 ms (with the inlined block above; docs/kernels.md).
+template <class T>
+inline bool wide_vectors(int64_t width) {
+  return kWideBytes > 32 && width % Vec<T, kWideBytes>::size == 0;
+}
+
 template <class T, class I, bool kW = false>
 void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, int64_t width,
               bool mean, int threads, const T* weight = nullptr) {
-  if (kWideBytes > 32 && width % Vec<T, kWideBytes>::size == 0) {
+  if (wide_vectors<T>(width)) {
     spmm_sum_vectors<T, I, kW, kWideBytes>(ptr, index, x, out, rows, width, mean, threads, weight);
     return;
   }
@@ -352,7 +357,7 @@ void spmm_sum_blocked(const I* ptr, const I* index, const T* x, T* out, int64_t 
     spmm_sum<T, I, kW>(ptr, index, x, out, rows, width, mean, threads, weight);
     return;
   }
-  if (kWideBytes > 32 && width % Vec<T, kWideBytes>::size == 0) {
+  if (wide_vectors<T>(width)) {
     spmm_sum_source_blocked<T, I, kW, kWideBytes>(ptr, index, x, out, rows, width, mean,
                                                   threads, weight, num_src, block_rows);
     return;
