@@ -177,8 +177,8 @@ def allowed_native_variants() -> list[str]:
 def fixed_gather(name: str) -> Callable[[Tensor, Tensor], Tensor]:
     """x[index] for 2-D contiguous x and 1-D index, by backend `name`: 'torch'
     (index_select) or a native build's copy-sum over one in-edge per row (the same values:
-    whole vectors are loaded and multiplied by 1; the scalar tail of a width that is not
-    a whole number of vectors adds to 0, so a -0.0 there comes back as +0.0).
+    a row of at least one vector is loaded as it is, its partial last vector too; a row
+    narrower than one vector is added to 0, so a -0.0 there comes back as +0.0).
 
     Both write into the native kernels' reused output buffers (`_buffers`), so the race
     compares the copies, not whether an output is faulted in afresh: on a products-sized

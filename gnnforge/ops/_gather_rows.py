@@ -1,8 +1,8 @@
 """`gather_rows(x, index)`: x[index] for the input features of a sampled minibatch.
 
 Candidates: the native builds' copy kernel and index_select, both writing into reused
-output buffers (`_buffers`; equal values, but a -0.0 in a native build's scalar tail comes
-back as +0.0). The kernel class's calibration times them on 64-float rows, one register
+output buffers (`_buffers`; equal values, but a -0.0 in a row narrower than one of a
+native build's vectors comes back as +0.0). The kernel class's calibration times them on 64-float rows, one register
 block, where the native copy wins (60 vs 91 ms); on wider rows its general path keeps
 nothing in flight (products-sized step, 580k random 100-float rows, one thread: native
 385 ms, index_select about 95). So the first large gather from a feature matrix races

@@ -1,5 +1,6 @@
 """gather_rows equals index_select on every candidate and the auto path (values; the
-native kernels' scalar tail may return a -0.0 as +0.0)."""
+native kernels' rows narrower than one vector are summed from +0.0, so a -0.0 there
+comes back as +0.0)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The native (C++) kernels equal the reference, and gnnforge falls back to numba without them.
 
 Widths cover every code path of `_native_src/spmm.cpp`: rows narrower than one vector
-(F=1-7 float32 and 1-3 float64: a compile-time count per width), scalar tails (F not a
-multiple of the 8-float / 4-double vector), 1-8 register vectors, several feature blocks, and wide
+(F=1-7 float32 and 1-3 float64: a compile-time count per width), tail vectors (F not a
+multiple of the vector: the last block's overlapping vector), 1-8 register vectors, several feature blocks, and wide
 rows whose in-edges are walked in L1-sized tiles (F=300 float64: 6 edges per tile, so the
 hub rows below cross tiles).
 """
@@ -27,9 +27,10 @@ from tests._timeouts import SUBPROCESS_TIMEOUT_S
 pytestmark = pytest.mark.skipif(not available(), reason="native kernels unavailable here")
 
 REDUCES = ("sum", "mean", "max", "min")
-# Narrow rows (under one vector), scalar tails, 1-8 ymm register vectors, several blocks, L1 tiles; and for the 64-byte
-# (zmm) sum path taken when a row is a whole number of 64-byte vectors: 3 vectors (48),
-# 10 vectors split 8 + 2 (160), a whole-row block of 16 (256), 16 + 1 (272), tiled (512).
+# Narrow rows (under one vector), tail vectors, 1-8 register vectors, several blocks, L1
+# tiles; for the 64-byte (zmm) sum path taken when a row holds one 64-byte vector: 2 + a
+# tail (33), 3 vectors (48), 4 + a tail (65), 10 vectors split 8 + 2 (160), a whole-row
+# block of 16 (256), 16 + 1 (272), 16 + 2 + a tail (300), tiled (512).
 WIDTHS = (1, 2, 3, 4, 5, 7, 8, 9, 16, 33, 48, 64, 65, 100, 160, 256, 272, 300, 512)
 
 
@@ -311,3 +312,26 @@ def test_float32_winners_past_32_bit_lanes_go_to_numba(monkeypatch, op):
     monkeypatch.setattr(native, "_FLOAT32_WINNER_LIMIT", 2**31 - 1)
     direct = native.gspmm_native(rowptr, col, eids, x, e, op, "max", True)
     torch.testing.assert_close(direct[0], expected[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_partial_last_vector_has_the_bits_of_a_column_by_column_sum(dtype):
+    """The tail vector overlaps the block's last columns and is stored over them: every
+    build's copy sum must still have, bit for bit, numba's column-by-column sum in edge
+    order, on rows walked in one block, in several, and in L1 tiles (hub rows), with a
+    -0.0 from a single in-edge kept (a row of at least one vector is loaded as it is)."""
+    from gnnforge.ops import _cpu_kernels
+
+    graph = _hub_graph(7, num_nodes=300, num_edges=6000)
+    rowptr, col, _ = graph.csr()
+    for width in (9, 17, 31, 33, 47, 65, 100, 300):
+        x = torch.randn(graph.num_nodes, width, dtype=dtype,
+                        generator=torch.Generator().manual_seed(width))
+        x[torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) < 0.3] = -0.0
+        want = _cpu_kernels.fixed_spmm("numba")(rowptr, col, col, x, None, "copy_lhs", "sum")[0]
+        for variant in _cpu_kernels.native_variants():
+            got = _cpu_kernels.fixed_spmm(f"native:{variant}")(rowptr, col, col, x, None,
+                                                                "copy_lhs", "sum")[0]
+            assert torch.equal(got, want), (width, variant)
+            gathered = _cpu_kernels.fixed_gather(f"native:{variant}")(x, torch.arange(5))
+            assert torch.equal(torch.signbit(gathered), torch.signbit(x[:5])), (width, variant)

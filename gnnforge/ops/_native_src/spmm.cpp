@@ -48,45 +48,57 @@ constexpr int64_t kTileBytes = 16 * 1024;
 // The first in-edge initialises the accumulators, and the block is always inlined: the
 // out-of-line version zeroed and spilled its accumulators through the stack once per
 // call, which for Pubmed's 4.5 in-edges a row was a third of the kernel's time.
-template <class T, class I, int NV, bool kW, int B>
+//
+// kTail: the block also sums the row's last L columns as one more vector, the row's tail
+// that is not a whole vector (width - c0 - NV * L between 1 and L - 1) with the columns
+// before it that it overlaps. Each lane adds the same values in the same order as the
+// block's own lane for that column, so the overlapped columns get the same bits twice;
+// the tail is stored last. It replaced a second, scalar pass over the row's in-edges
+// (sum_tail, kept for rows narrower than one vector).
+template <class T, class I, int NV, bool kW, int B, bool kTail = false>
 inline __attribute__((always_inline)) void sum_block(
     const I* index, int64_t begin, int64_t end, const T* x, int64_t width, int64_t c0,
     T* out_row, bool accumulate, int64_t limit, T scale, bool streaming, const T* weight) {
   typedef typename Vec<T, B>::type V;
   constexpr int L = Vec<T, B>::size;
+  constexpr int NA = NV + (kTail ? 1 : 0);           // accumulators: the block's, the tail
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
   const auto prefetch_ahead = [&](int64_t j) {
     if (j + kPrefetchDistance < limit)
       prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width, row_bytes);
   };
-  V acc[NV];
+  int64_t offset[NA];                                 // each accumulator's first column
+  for (int k = 0; k < NV; ++k) offset[k] = c0 + k * L;
+  if (kTail) offset[NA - 1] = width - L;
+  V acc[NA];
   int64_t j = begin;
   if (accumulate) {
-    for (int k = 0; k < NV; ++k) acc[k] = load<T, B>(out_row + c0 + k * L);
+    for (int k = 0; k < NA; ++k) acc[k] = load<T, B>(out_row + offset[k]);
   } else if (j < end) {
     prefetch_ahead(j);
-    const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
+    const T* row = x + static_cast<int64_t>(index[j]) * width;
     const V w = splat<T, B>(kW ? weight[index[j]] : T(1));
-    for (int k = 0; k < NV; ++k) acc[k] = kW ? load<T, B>(row + k * L) * w : load<T, B>(row + k * L);
+    for (int k = 0; k < NA; ++k)
+      acc[k] = kW ? load<T, B>(row + offset[k]) * w : load<T, B>(row + offset[k]);
     ++j;
   } else {
-    for (int k = 0; k < NV; ++k) acc[k] = splat<T, B>(0);
+    for (int k = 0; k < NA; ++k) acc[k] = splat<T, B>(0);
   }
   for (; j < end; ++j) {
     prefetch_ahead(j);
-    const T* row = x + static_cast<int64_t>(index[j]) * width + c0;
+    const T* row = x + static_cast<int64_t>(index[j]) * width;
     if (kW) {
       const V w = splat<T, B>(weight[index[j]]);
-      for (int k = 0; k < NV; ++k) acc[k] += load<T, B>(row + k * L) * w;
+      for (int k = 0; k < NA; ++k) acc[k] += load<T, B>(row + offset[k]) * w;
     } else {
-      for (int k = 0; k < NV; ++k) acc[k] += load<T, B>(row + k * L);
+      for (int k = 0; k < NA; ++k) acc[k] += load<T, B>(row + offset[k]);
     }
   }
   const V factor = splat<T, B>(scale);
-  if (streaming) {
-    for (int k = 0; k < NV; ++k) stream(out_row + c0 + k * L, acc[k] * factor);
+  if (streaming && !kTail) {           // streaming needs whole aligned vectors: no tail
+    for (int k = 0; k < NV; ++k) stream(out_row + offset[k], acc[k] * factor);
   } else {
-    for (int k = 0; k < NV; ++k) store<T, B>(out_row + c0 + k * L, acc[k] * factor);
+    for (int k = 0; k < NA; ++k) store<T, B>(out_row + offset[k], acc[k] * factor);
   }
 }
 
@@ -109,27 +121,33 @@ void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t w
                T* out_row, bool accumulate, T scale, bool streaming, const T* weight,
                int64_t limit) {
   constexpr int L = Vec<T, B>::size;
+  if (width < L) {
+    sum_tail<T, I, kW, B>(index, begin, end, x, width, 0, out_row, accumulate, scale, weight);
+    return;
+  }
   int64_t c0 = 0;
-  while (width - c0 >= L) {
+  while (c0 < width) {
     int64_t vectors = std::min<int64_t>((width - c0) / L, max_vectors(B));
     if (vectors > 8 && vectors < 16) vectors = 8;  // 9-15: two blocks (fewer instantiations)
+    const int64_t left = width - c0 - vectors * L;
+    const bool tail = left > 0 && left < L;       // the last block takes the partial vector
     switch (vectors) {
-#define GF_CASE(n) case n: sum_block<T, I, n, kW, B>(index, begin, end, x, width, c0, \
-                                                     out_row, accumulate, limit, scale, \
-                                                     streaming, weight); break;
+#define GF_BLOCK(n, t) sum_block<T, I, n, kW, B, t>(index, begin, end, x, width, c0, out_row, \
+                                                    accumulate, limit, scale, streaming, weight)
+#define GF_CASE(n) case n: if (tail) GF_BLOCK(n, true); else GF_BLOCK(n, false); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4) GF_CASE(5) GF_CASE(6) GF_CASE(7) GF_CASE(8)
 #undef GF_CASE
       case 16:
-        if constexpr (max_vectors(B) >= 16)
-          sum_block<T, I, 16, kW, B>(index, begin, end, x, width, c0, out_row, accumulate,
-                                     limit, scale, streaming, weight);
+        if constexpr (max_vectors(B) >= 16) {
+          if (tail) GF_BLOCK(16, true);
+          else GF_BLOCK(16, false);
+        }
         break;
+#undef GF_BLOCK
     }
     limit = 0;  // the first block's pass brings each whole row in
-    c0 += vectors * L;
+    c0 += vectors * L + (tail ? left : 0);
   }
-  if (c0 < width)
-    sum_tail<T, I, kW, B>(index, begin, end, x, width, c0, out_row, accumulate, scale, weight);
 }
 
 // Rows [first, last) when the width is exactly NV vectors (the narrow rows: F = 8-64
@@ -235,13 +253,16 @@ void spmm_sum_vectors(const I* ptr, const I* index, const T* x, T* out, int64_t 
   });
 }
 
-// spmm_sum_vectors in 64-byte vectors when the CPU has them and every row is a whole number
-// of them, in 32-byte vectors otherwise. Kernel alone, Pubmed F=256 float32 (two threads,
-// cold cache, median of 15, interleaved): sum 2.46-2.88 -> 1.65-1.83 ms, the mean gradient
-// 2.52-3.13 -> 1.68-2.17 ms (with the inlined block above; docs/kernels.md).
+// spmm_sum_vectors in 64-byte vectors when the CPU has them and a row holds at least one,
+// in 32-byte vectors otherwise. Kernel alone, Pubmed F=256 float32 (two threads, cold
+// cache, median of 15, interleaved): sum 2.46-2.88 -> 1.65-1.83 ms, the mean gradient
+// 2.52-3.13 -> 1.68-2.17 ms (with the inlined block above; docs/kernels.md). Rows that are
+// not a whole number of 64-byte vectors took 32-byte ones while the tail was a scalar
+// pass; with the tail vector (sum_block's kTail) 64-byte ones ran F=47 on synthetic-
+// products 2^21 in 3,059 ms against 3,471 (one thread; 4,823 with the scalar tail).
 template <class T>
 inline bool wide_vectors(int64_t width) {
-  return kWideBytes > 32 && width % Vec<T, kWideBytes>::size == 0;
+  return kWideBytes > 32 && width >= Vec<T, kWideBytes>::size;
 }
 
 template <class T, class I, bool kW = false>
