@@ -70,7 +70,7 @@ def edge_weight_of(layer: str, graph: Any, edge_weight: Tensor | None) -> Tensor
 def dst_part(graph: Any, x: Tensor) -> Tensor:
     """[num_dst, F] rows of the destination nodes (the first num_dst source nodes)."""
     num_dst = graph.num_dst_nodes
-    return x if num_dst == x.shape[0] else x[:num_dst]
+    return ops.leading_rows(x, num_dst)
 
 
 def reduce_neighbors(graph: Any, x: Tensor, reduce: str) -> Tensor:

@@ -11,7 +11,8 @@ the first call on a graph times them on it, `kernel_trials` lists those decision
 `dropout` is torch's with a mask hashed from a seed and the element's index (one
 vectorised pass on CPU); `relu_dropout` fuses a ReLU in front of it. `dense_product`
 runs the layers' GEMMs on the library (torch's or oneDNN) measured fastest for each
-product class on this machine. See docs/kernels.md.
+product class on this machine; `leading_rows` is x[:rows] with its gradient in a reused
+buffer (a block's destination rows). See docs/kernels.md.
 """
 
 from gnnforge.ops._auto_kernels import tune
@@ -22,6 +23,7 @@ from gnnforge.ops._dropout import dropout, relu_dropout
 from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._gather_rows import gather_rows
 from gnnforge.ops._generic import gsddmm, gspmm
+from gnnforge.ops._leading_rows import leading_rows
 from gnnforge.ops._shortcuts import (
     copy_e_max,
     copy_e_mean,
@@ -88,6 +90,7 @@ __all__ = [
     "kernel_choices",
     "kernel_trials",
     "kernel_trials_run",
+    "leading_rows",
     "machine_fingerprint",
     "measured_classes",
     "relu_dropout",

@@ -136,7 +136,7 @@ class _Evaluator:
         return self.leaves[name]                                          # [H, K, C]
 
     def _dst_rows(self, node: Node) -> Tensor:
-        return self.value(node.inputs[0])[: self.graph.num_dst_nodes]
+        return ops.leading_rows(self.value(node.inputs[0]), self.graph.num_dst_nodes)
 
     def _add(self, node: Node) -> Tensor:
         fused = self._fused_sum(node)
@@ -175,10 +175,13 @@ class _Evaluator:
         flat = [_flat_rows(f) for f, _ in factors]
         start = sum(biases[1:], biases[0]) if biases else (
             _flat_rows(others.pop(0)) if others else None)
-        out = (ops.dense_product(flat[0], factors[0][1]) if start is None
-               else ops.dense_product_plus(start, flat[0], factors[0][1]))
-        for left, (_, weight) in zip(flat[1:], factors[1:]):
-            out.addmm_(left, weight)
+        more = [(left, weight) for left, (_, weight) in zip(flat[1:], factors[1:])]
+        if start is None:
+            out = ops.dense_product(flat[0], factors[0][1])
+            for left, weight in more:
+                out.addmm_(left, weight)
+        else:
+            out = ops.dense_product_plus(start, flat[0], factors[0][1], more)
         for other in others:
             out.add_(_flat_rows(other))
         return out.reshape(rows, 1, out.shape[-1])

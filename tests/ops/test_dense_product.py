@@ -65,6 +65,51 @@ def test_a_product_plus_a_start_equals_addmm(library, start_shape, monkeypatch):
         torch.testing.assert_close(got, t.grad, rtol=1e-5, atol=1e-5)
 
 
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(0, 40), k=st.integers(0, 9), n=st.integers(1, 6),
+       terms=st.integers(1, 3), start_kind=st.sampled_from(["row", "bias", "full"]),
+       library=st.sampled_from(_dense_product.LIBRARIES), pooled=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_a_sum_of_products_equals_the_addmm_chain_with_gradients(m, k, n, terms, start_kind,
+                                                                library, pooled, seed):
+    generator = torch.Generator().manual_seed(seed)
+    shape = {"row": (1, n), "bias": (n,), "full": (m, n)}[start_kind]
+    start = torch.randn(shape, generator=generator).requires_grad_()
+    pairs = [(torch.randn(m, k, generator=generator).requires_grad_(),
+              torch.randn(k, n, generator=generator).t().contiguous().t().requires_grad_())
+             for _ in range(terms)]
+    leaves = [start, *(x for pair in pairs for x in pair)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GNNFORGE_GEMM", library)
+        patch.setattr(_dense_product, "_MIN_WORK", 0)
+        patch.setattr(_dense_product, "MIN_POOLED_BYTES", 0 if pooled else 2**62)
+        out = dense_product_plus(start, *pairs[0], pairs[1:])
+    weights = torch.randn(m, n, generator=generator)
+    grads = torch.autograd.grad((out * weights).sum(), leaves)
+    twins = [x.detach().double().requires_grad_() for x in leaves]
+    reference = twins[0] + sum(a @ b for a, b in zip(twins[1::2], twins[2::2]))
+    references = torch.autograd.grad((reference * weights.double()).sum(), twins)
+    torch.testing.assert_close(out.double(), reference, rtol=1e-4, atol=1e-4)
+    for got, expected in zip(grads, references, strict=True):
+        torch.testing.assert_close(got.double(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_large_sum_of_products_lands_in_a_reused_buffer_with_second_derivatives():
+    a, b = torch.randn(1100, 8, dtype=torch.float64), torch.randn(8, 130, dtype=torch.float64)
+    c, d = torch.randn(1100, 3, dtype=torch.float64), torch.randn(3, 130, dtype=torch.float64)
+    start = torch.randn(1, 130, dtype=torch.float64)
+    operands = [x.requires_grad_() for x in (start, a, b, c, d)]
+    assert dense_product_plus(start, a, b, [(c, d)]).grad_fn.name() == "_PooledSumBackward"
+
+    def summed(start, a, b, c, d):
+        return dense_product_plus(start, a, b, [(c, d)])
+    small = [x[:40].detach().requires_grad_() if x.shape[0] == 1100 else x for x in operands]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_dense_product, "MIN_POOLED_BYTES", 0)
+        assert torch.autograd.gradcheck(summed, small)
+        assert torch.autograd.gradgradcheck(summed, small)
+
+
 @pytest.mark.parametrize("library", _dense_product.LIBRARIES)
 def test_second_derivatives_flow_through_the_chosen_library(library, monkeypatch):
     monkeypatch.setenv("GNNFORGE_GEMM", library)

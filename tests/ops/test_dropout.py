@@ -149,3 +149,32 @@ def test_relu_dropout_gradcheck_eval_mode_and_fallback():
     assert torch.equal(ours, F.dropout(torch.relu(half), 0.5))
     with pytest.raises(ValueError, match="relu_dropout: p is a probability"):
         ops.relu_dropout(x, 2.0)
+
+
+@pytest.mark.parametrize("training, p", [(True, 0.0), (False, 0.0), (False, 0.5)])
+def test_relu_dropout_without_dropping_is_torch_relu_bit_for_bit(training, p):
+    x = torch.randn(600, 500)                        # 1.1 MiB: the reused-buffer path
+    x.view(-1)[:5] = torch.tensor([float("nan"), -0.0, 0.0, float("inf"), -float("inf")])
+    ours_x, torch_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    generator = torch.Generator().manual_seed(3)
+    state = generator.get_state()
+    ours = ops.relu_dropout(ours_x, p, training, generator=generator)
+    theirs = torch.relu(torch_x)
+    assert torch.equal(generator.get_state(), state)     # no seed drawn: nothing dropped
+    assert torch.equal(ours.isnan(), theirs.isnan())
+    assert torch.equal(ours.nan_to_num(), theirs.nan_to_num())
+    assert torch.equal(ours.signbit(), theirs.signbit())  # -0.0 passes, as torch's
+    grad = torch.randn(600, 500)
+    grad.view(-1)[:8] = torch.tensor([float("nan"), float("inf"), 1.0, 2.0, 3.0,
+                                      float("nan"), float("inf"), -float("inf")])
+    ours.backward(grad)
+    theirs.backward(grad)
+    assert torch.equal(ours_x.grad.isnan(), torch_x.grad.isnan())
+    assert torch.equal(ours_x.grad.nan_to_num(), torch_x.grad.nan_to_num())
+
+
+def test_relu_dropout_without_dropping_gradgradcheck():
+    x = torch.randn(30, 4, dtype=torch.float64)
+    x = (x + x.sign() * 0.1).requires_grad_()            # away from relu's kink
+    assert torch.autograd.gradcheck(lambda t: ops.relu_dropout(t, 0.0), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: ops.relu_dropout(t, 0.0), (x,))
