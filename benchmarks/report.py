@@ -196,6 +196,7 @@ def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
         return Outcome(None, f"{run.interpreter} does not exist (build that environment "
                              "first: `make xla-env` builds .venv-xla)")
     versions = interpreter_versions(python, run.peer)
+    commit = git_commit(root)  # before the run: files it writes (plots) are not changes
     load_before, start = os.getloadavg()[0], utc_now()
     print(f"[report] {section.name}.{run.name}: {_command(python, run, root)}",
           file=sys.stderr, flush=True)
@@ -212,7 +213,7 @@ def run_one(section: SectionSpec, run: Run, python: str, peer_note: str | None,
     lines = [f"### {run.title}", "", f"Command: `{_command(python, run, root)}`",
              f"(regenerate: `python benchmarks/report.py --only {section.name}.{run.name}`)", "",
              machine_line(describe_machine(), load_before, load_after, start, end,
-                          git_commit(root), versions)]
+                          commit, versions)]
     if run.peer and peer_note is None and "unavailable" in versions:
         peer_note = (f"Peers partly unavailable in `{_shown(python, root)}` (versions above); "
                      f"their columns are missing or say why.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -325,3 +326,24 @@ def test_the_committed_page_is_a_page_with_every_details_file_it_links():
     registered = {f"{s.name}.{r.name}" for s in SECTIONS for r in s.runs}
     for path in (ROOT / "benchmarks" / "results").glob("*.md"):
         assert path.stem in registered and f"benchmarks/results/{path.name}" in linked, path
+
+
+def test_the_machine_line_names_the_commit_as_it_was_before_the_run(checkout):
+    """A run that writes a plot into the tree measured the committed code: the line must
+    not call the plot an uncommitted change; a change made before the run is named."""
+    (checkout / "benchmarks" / "plot.py").write_text(
+        "from pathlib import Path\nPath('docs').mkdir(exist_ok=True)\n"
+        "Path('docs/plot.png').write_bytes(b'png')\nprint('| a | b |\\n|---|---|\\n| 1 | 2 |')\n")
+    plotting = (Section("alpha", "Alpha", (Run("plot", "Plot", ("benchmarks/plot.py",)),)),)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    subprocess.run([*git, "-C", str(checkout), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(checkout), "commit", "-qm", "fake"], check=True)
+    assert _main(checkout, sections=plotting) == 0
+    machine = next(line for line in (checkout / "BENCHMARKS.md").read_text().splitlines()
+                   if line.startswith("Machine: "))
+    assert re.search(r"commit [0-9a-f]{7,};", machine), machine
+    (checkout / "docs" / "plot.png").unlink()
+    (checkout / "benchmarks" / "table.py").write_text(TABLE + "# edited\n")
+    assert _main(checkout, sections=plotting) == 0
+    assert "+ uncommitted changes" in (checkout / "BENCHMARKS.md").read_text()
