@@ -39,7 +39,7 @@ import torch
 from torch import Tensor
 
 __all__ = ["BufferPool", "advise_huge", "buffer_pool_statistics", "empty_cache",
-           "pooled_empty"]
+           "pooled_empty", "worth_pooling"]
 
 # Outputs below this size come from torch.empty: glibc's heap reuses them without faults
 # and the pool's bookkeeping (a few microseconds) would show on small calls.
@@ -218,6 +218,16 @@ if hasattr(os, "register_at_fork"):
 def pooled_empty(shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
     """`torch.empty(shape, dtype=dtype)` on CPU, large ones from the reused-buffer pool."""
     return _pool().empty(shape, dtype)
+
+
+def worth_pooling(device: torch.device, nbytes: int) -> bool:
+    """Whether an output of `nbytes` on `device` should come from the reused-buffer pool.
+
+    Only eager CPU outputs of at least MIN_POOLED_BYTES: smaller ones reuse glibc's heap
+    for free, and a compiled graph allocates its own buffers.
+    """
+    return (device.type == "cpu" and nbytes >= MIN_POOLED_BYTES
+            and not torch.compiler.is_compiling())
 
 
 def empty_cache() -> None:

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from gnnforge.ops import _calibration, _tuning_record
-from gnnforge.ops._buffers import MIN_POOLED_BYTES, pooled_empty
+from gnnforge.ops._buffers import pooled_empty, worth_pooling
 
 __all__ = ["LIBRARIES", "dense_product", "dense_product_plus", "library_for"]
 
@@ -68,8 +68,8 @@ def _pooled_output(start: Tensor, products: list[tuple[Tensor, Tensor]]) -> bool
     return (all(x.dim() == 2 and x.device.type == "cpu" and x.dtype == a.dtype
                 for pair in products for x in pair)
             and a.dtype in (torch.float32, torch.float64) and start.dtype == a.dtype
-            and a.shape[0] * b.shape[1] * a.element_size() >= MIN_POOLED_BYTES
-            and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling())
+            and not torch.is_autocast_enabled("cpu")
+            and worth_pooling(a.device, a.shape[0] * b.shape[1] * a.element_size()))
 
 
 class _PooledSum(torch.autograd.Function):

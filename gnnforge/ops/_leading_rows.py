@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from gnnforge.ops._buffers import MIN_POOLED_BYTES, pooled_empty
+from gnnforge.ops._buffers import pooled_empty, worth_pooling
 
 __all__ = ["leading_rows"]
 
@@ -29,14 +29,10 @@ def leading_rows(x: Tensor, rows: int) -> Tensor:
                          f"got {rows}")
     if rows == x.shape[0]:
         return x
-    if not (x.requires_grad and torch.is_grad_enabled()) or not _pooled_gradient(x):
+    if not (x.requires_grad and torch.is_grad_enabled()) or not worth_pooling(
+            x.device, x.numel() * x.element_size()):
         return x[:rows]
     return _LeadingRows.apply(x, rows)
-
-
-def _pooled_gradient(x: Tensor) -> bool:
-    return (x.device.type == "cpu" and x.numel() * x.element_size() >= MIN_POOLED_BYTES
-            and not torch.compiler.is_compiling())
 
 
 class _LeadingRows(torch.autograd.Function):

@@ -14,7 +14,7 @@ import torch
 
 import gnnforge.ops as ops
 from gnnforge.graph import Graph
-from gnnforge.ops._buffers import MIN_POOLED_BYTES, BufferPool
+from gnnforge.ops._buffers import MIN_POOLED_BYTES, BufferPool, worth_pooling
 from gnnforge.ops._native import available
 from tests.isolated import run_isolated
 
@@ -75,6 +75,16 @@ def test_small_and_unsupported_requests_bypass_the_pool():
     assert small.numel() == MIN_POOLED_BYTES // 8 and half.dtype == torch.bfloat16
     del small, half
     assert (pool.hits, pool.misses) == (0, 0)
+
+
+def test_only_large_eager_cpu_outputs_are_worth_pooling():
+    cpu = torch.device("cpu")
+    assert worth_pooling(cpu, MIN_POOLED_BYTES)
+    assert not worth_pooling(cpu, MIN_POOLED_BYTES - 1)
+    assert not worth_pooling(torch.device("meta"), 2 * MIN_POOLED_BYTES)
+    compiled = torch.compile(lambda x: x + worth_pooling(cpu, 2 * MIN_POOLED_BYTES),
+                             backend="eager", fullgraph=True)
+    assert compiled(torch.zeros(1)).item() == 0       # traced: the graph allocates its own
 
 
 def test_a_much_larger_buffer_is_not_lent_to_a_small_request():

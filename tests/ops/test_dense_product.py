@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gnnforge.ops import (_calibration, _dense_product, _tuning_record, dense_product,
+from gnnforge.ops import (_buffers, _calibration, _dense_product, _tuning_record, dense_product,
                           dense_product_plus)
 
 
@@ -82,7 +82,7 @@ def test_a_sum_of_products_equals_the_addmm_chain_with_gradients(m, k, n, terms,
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GNNFORGE_GEMM", library)
         patch.setattr(_dense_product, "_MIN_WORK", 0)
-        patch.setattr(_dense_product, "MIN_POOLED_BYTES", 0 if pooled else 2**62)
+        patch.setattr(_buffers, "MIN_POOLED_BYTES", 0 if pooled else 2**62)
         out = dense_product_plus(start, *pairs[0], pairs[1:])
     weights = torch.randn(m, n, generator=generator)
     grads = torch.autograd.grad((out * weights).sum(), leaves)
@@ -105,7 +105,7 @@ def test_a_large_sum_of_products_lands_in_a_reused_buffer_with_second_derivative
         return dense_product_plus(start, a, b, [(c, d)])
     small = [x[:40].detach().requires_grad_() if x.shape[0] == 1100 else x for x in operands]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_dense_product, "MIN_POOLED_BYTES", 0)
+        patch.setattr(_buffers, "MIN_POOLED_BYTES", 0)
         assert torch.autograd.gradcheck(summed, small)
         assert torch.autograd.gradgradcheck(summed, small)
 

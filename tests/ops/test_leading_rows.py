@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gnnforge import ops
-from gnnforge.ops import _leading_rows
+from gnnforge.ops import _buffers
 
 
 @settings(max_examples=50, deadline=None)
@@ -20,7 +20,7 @@ def test_values_and_gradients_are_slicing_s(rows_total, width, data, pooled, dty
     x = torch.randn(rows_total, width, dtype=dtype)
     ours_x, plain_x = x.clone().requires_grad_(), x.clone().requires_grad_()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_leading_rows, "MIN_POOLED_BYTES", 0 if pooled else 2**62)
+        patch.setattr(_buffers, "MIN_POOLED_BYTES", 0 if pooled else 2**62)
         ours = ops.leading_rows(ours_x, rows)
     plain = plain_x[:rows]
     assert torch.equal(ours, plain)
@@ -46,7 +46,7 @@ def test_a_large_input_takes_the_reused_buffer_and_gives_its_tail_zeros():
 def test_second_derivatives_and_no_grad():
     x = torch.randn(12, 3, dtype=torch.float64, requires_grad=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_leading_rows, "MIN_POOLED_BYTES", 0)
+        patch.setattr(_buffers, "MIN_POOLED_BYTES", 0)
         assert torch.autograd.gradcheck(lambda t: ops.leading_rows(t, 5).pow(2), (x,))
         assert torch.autograd.gradgradcheck(lambda t: ops.leading_rows(t, 5).pow(2), (x,))
         with torch.no_grad():
