@@ -12,8 +12,9 @@ its peak RSS (the process's own high-water mark, `gnnforge.train._resources.peak
 getrusage's ru_maxrss would start at the parent's RSS) is its own:
 
   gnnforge  the memory-mapped CSR as `InEdges` (int32, nothing copied), `NeighborSampler`,
-            `NodeSeeds`, features gathered per batch with `ops.gather_rows` from the
-            mapped [N, 100] file (what `gnnforge train --dataset synthetic-products` does).
+            `NodeSeeds`; layer 1 reads the mapped [N, 100] feature file through
+            `nn.IndexedRows` (aggregating straight from it, gathering only its
+            destinations' rows; `gnnforge train` gathers every input row instead).
   DGL       examples/pytorch/graphsage/node_classification.py: a CSC-only int64 DGL graph
             built from the CSR (DGL needs it in memory), x and y as ndata,
             NeighborSampler(fanouts, prefetch_node_feats, prefetch_labels) +
@@ -132,7 +133,7 @@ def run_side(side: str, nodes: int, steps: int, models: dict[str, Any],
 
 
 def _ours(data, model, steps, test):
-    from gnnforge.ops import gather_rows
+    from gnnforge.nn import IndexedRows
     from gnnforge.sampling import InEdges, NeighborSampler, NodeSeeds
 
     edges = InEdges(data.rowptr, data.col, data.col[:0], data.num_nodes)  # eids: CSR order
@@ -151,7 +152,9 @@ def _ours(data, model, steps, test):
 
     def forward(item):
         blocks, batch = item
-        return model(blocks, gather_rows(data.x, blocks[0].src_nodes)), data.y[batch]
+        # Layer 1 aggregates straight from the feature table: only its destinations' rows
+        # are gathered (DGL's loader gathers every input row, `prefetch_node_feats`).
+        return model(blocks, IndexedRows(data.x, blocks[0].src_nodes)), data.y[batch]
 
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     seconds = timed_steps(_forever(epoch), _train_step(model, optimizer, forward), steps)

@@ -7,6 +7,7 @@ from gnnforge.nn._gcn_conv import GCNConv
 from gnnforge.nn._ggnn_conv import GGNNConv
 from gnnforge.nn._gin_classifier import GINClassifier
 from gnnforge.nn._gin_conv import GINConv, GINEConv
+from gnnforge.nn._indexed_rows import IndexedRows
 from gnnforge.nn._masked_batch_norm import MaskedBatchNorm1d
 from gnnforge.nn._molecule_gin import FeatureEncoder, MoleculeGIN
 from gnnforge.nn._node_models import NodeClassifier
@@ -27,6 +28,7 @@ __all__ = [
     "GINClassifier",
     "GINConv",
     "GINEConv",
+    "IndexedRows",
     "MaskedBatchNorm1d",
     "MoleculeGIN",
     "NodeClassifier",

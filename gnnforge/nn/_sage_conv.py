@@ -9,8 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gnnforge import ops
 from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._graph_structure import prepared_structure
+from gnnforge.nn._indexed_rows import IndexedRows, TableSources
 from gnnforge.nn._planned import AUTO
 from gnnforge.nn._sparse_features import SparseFeatures
 from gnnforge.plan._auto import run_plan
@@ -41,6 +43,11 @@ class SAGEConv(nn.Module):
     x may be `SparseFeatures` for the mean and sum aggregators: both projections then run
     over the non-zeros (`SparseFeatures.matmul`), and the aggregation on the [N, F_out]
     projected rows.
+
+    x may be `IndexedRows(table, index)` (a sampled first layer's input rows, not
+    gathered): the aggregation then reads the table's rows directly and only the
+    destinations' rows are gathered, aggregate then project, as PyG does with
+    `table[index]`. With `project=True` the rows are gathered first.
 
     Args:
         in_channels: input width F_in.
@@ -91,7 +98,11 @@ class SAGEConv(nn.Module):
     def plan_symbols(self) -> dict[str, int]:
         return {"I": self.in_channels, "O": self.out_channels, "H": 1, "D": self.out_channels}
 
-    def forward(self, graph: Any, x: Tensor | SparseFeatures) -> Tensor:
+    def forward(self, graph: Any, x: Tensor | SparseFeatures | IndexedRows) -> Tensor:
+        if isinstance(x, IndexedRows):
+            if not self.project:
+                return self._indexed_forward(graph, x)
+            x = x.materialize()
         if self.project:
             return self._projected_forward(graph, x)
         if isinstance(x, SparseFeatures):
@@ -136,6 +147,23 @@ class SAGEConv(nn.Module):
         out = self.lin_l(reduce_neighbors(graph, source, self.aggr))          # [Nd, F_out]
         if root is not None:
             out = out + root
+        return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
+
+    def _indexed_forward(self, graph: Any, x: IndexedRows) -> Tensor:
+        """Aggregate the table's rows over the graph's edges, then one sum of products."""
+        if not hasattr(graph, "num_src_nodes") or not hasattr(graph, "csr"):
+            check_node_input("SAGEConv", graph, x.table)  # raises the layers' TypeError
+        if x.shape != (graph.num_src_nodes, self.in_channels):
+            raise ValueError(f"SAGEConv: x must have shape [num_src_nodes="
+                             f"{graph.num_src_nodes}, {self.in_channels}], got "
+                             f"IndexedRows of shape {x.shape}")
+        sources = TableSources(graph, x.index, x.table.shape[0])
+        aggregated = reduce_neighbors(sources, x.table, self.aggr)          # [Nd, F_in]
+        weight, bias = self.lin_l.weight, self.lin_l.bias
+        start = bias.unsqueeze(0) if bias is not None else weight.new_zeros(1, weight.shape[0])
+        more = [] if self.lin_r is None else \
+            [(x.head(graph.num_dst_nodes), self.lin_r.weight.t())]
+        out = ops.dense_product_plus(start, aggregated, weight.t(), more)     # [Nd, F_out]
         return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
 
     def _sparse_forward(self, graph: Any, x: SparseFeatures) -> Tensor:
