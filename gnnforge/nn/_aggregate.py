@@ -14,7 +14,7 @@ from torch import Tensor
 
 from gnnforge import ops
 
-__all__ = ["check_aggr", "check_node_input", "dst_part", "edge_weight_of", "reduce_edges",
+__all__ = ["check_aggr", "check_graph_input", "check_node_input", "dst_part", "edge_weight_of", "reduce_edges",
            "reduce_neighbors", "weighted_neighbor_sum"]
 
 EDGE_WEIGHT_KEY = "edge_weight"  # PyG's attribute name; Graph.from_pyg keeps it
@@ -31,11 +31,16 @@ def check_aggr(layer: str, aggr: str, allowed: tuple[str, ...] = ("sum", "mean",
     return aggr
 
 
-def check_node_input(layer: str, graph: Any, x: Tensor) -> None:
-    """Raise ValueError unless `x` has one row per source node of `graph`."""
+def check_graph_input(layer: str, graph: Any) -> None:
+    """Raise TypeError unless `graph` is a Graph, GraphBatch or block (the kernel protocol)."""
     if not hasattr(graph, "num_src_nodes") or not hasattr(graph, "csr"):
         raise TypeError(f"{layer}: graph must be a gnnforge Graph, GraphBatch or sampler block, "
                         f"got {type(graph).__name__}")
+
+
+def check_node_input(layer: str, graph: Any, x: Tensor) -> None:
+    """Raise ValueError unless `x` has one row per source node of `graph`."""
+    check_graph_input(layer, graph)
     if not isinstance(x, Tensor) or x.dim() < 2:
         shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
         raise ValueError(f"{layer}: x must be a [num_src_nodes, F] tensor, got {shape}")

@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gnnforge import ops
-from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
+from gnnforge.nn._aggregate import (check_aggr, check_graph_input, check_node_input, dst_part,
+                                    reduce_neighbors)
 from gnnforge.nn._graph_structure import prepared_structure
 from gnnforge.nn._indexed_rows import IndexedRows, TableSources
 from gnnforge.nn._planned import AUTO
@@ -133,10 +134,7 @@ class SAGEConv(nn.Module):
     def _projected_forward(self, graph: Any, x: Tensor | SparseFeatures) -> Tensor:
         """PyG's project=True: aggregate ReLU(lin(x_u)), add W_r · x_v of the raw x."""
         if isinstance(x, SparseFeatures):
-            if x.shape != (graph.num_src_nodes, self.in_channels):
-                raise ValueError(f"SAGEConv: x must have shape [num_src_nodes="
-                                 f"{graph.num_src_nodes}, {self.in_channels}], got "
-                                 f"SparseFeatures of shape {x.shape}")
+            self._check_input_shape(graph, x)
             source = F.relu(x.matmul(self.lin.weight.t()) + self.lin.bias)   # [Ns, F_in]
             root = None if self.lin_r is None else \
                 x.head(graph.num_dst_nodes).matmul(self.lin_r.weight.t())
@@ -151,12 +149,7 @@ class SAGEConv(nn.Module):
 
     def _indexed_forward(self, graph: Any, x: IndexedRows) -> Tensor:
         """Aggregate the table's rows over the graph's edges, then one sum of products."""
-        if not hasattr(graph, "num_src_nodes") or not hasattr(graph, "csr"):
-            check_node_input("SAGEConv", graph, x.table)  # raises the layers' TypeError
-        if x.shape != (graph.num_src_nodes, self.in_channels):
-            raise ValueError(f"SAGEConv: x must have shape [num_src_nodes="
-                             f"{graph.num_src_nodes}, {self.in_channels}], got "
-                             f"IndexedRows of shape {x.shape}")
+        self._check_input_shape(graph, x)
         sources = TableSources(graph, x.index, x.table.shape[0])
         aggregated = reduce_neighbors(sources, x.table, self.aggr)          # [Nd, F_in]
         weight, bias = self.lin_l.weight, self.lin_l.bias
@@ -166,15 +159,20 @@ class SAGEConv(nn.Module):
         out = ops.dense_product_plus(start, aggregated, weight.t(), more)     # [Nd, F_out]
         return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
 
+    def _check_input_shape(self, graph: Any, x: SparseFeatures | IndexedRows) -> None:
+        """ValueError unless x (not a tensor) has one [in_channels] row per source node."""
+        check_graph_input("SAGEConv", graph)
+        if x.shape != (graph.num_src_nodes, self.in_channels):
+            raise ValueError(f"SAGEConv: x must have shape [num_src_nodes="
+                             f"{graph.num_src_nodes}, {self.in_channels}], got "
+                             f"{type(x).__name__} of shape {x.shape}")
+
     def _sparse_forward(self, graph: Any, x: SparseFeatures) -> Tensor:
         if self.aggr == "max":
             raise ValueError("SAGEConv: SparseFeatures input needs a linear aggregator (mean "
                              "or sum): max does not commute with the projection; pass "
                              "x.to_dense()")
-        if x.shape != (graph.num_src_nodes, self.in_channels):
-            raise ValueError(f"SAGEConv: x must have shape [num_src_nodes="
-                             f"{graph.num_src_nodes}, {self.in_channels}], got "
-                             f"SparseFeatures of shape {x.shape}")
+        self._check_input_shape(graph, x)
         out = reduce_neighbors(graph, x.matmul(self.lin_l.weight.t()), self.aggr)
         if self.lin_l.bias is not None:
             out = out + self.lin_l.bias
