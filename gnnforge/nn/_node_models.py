@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from gnnforge import ops
 from gnnforge.nn._gcn_conv import GCNConv
+from gnnforge.nn._indexed_rows import IndexedRows
 from gnnforge.nn._sage_conv import SAGEConv
 from gnnforge.nn._sparse_features import SparseFeatures
 
@@ -50,7 +51,10 @@ class NodeClassifier(nn.Module):
     With `exchange` (cooperative minibatching, `CooperativeMinibatch.exchanges()`), x holds
     the rows this process owns, and before layer l `exchange[l]` turns the owned rows into
     the rows of blocks[l]'s sources. x may be `SparseFeatures` (mean/sum SAGE or GCN):
-    the input dropout and the first projection then touch only its non-zeros.
+    the input dropout and the first projection then touch only its non-zeros. x may be
+    `IndexedRows` (a sampled first layer's rows left in the feature table): a SAGE first
+    layer aggregates them from the table when no input dropout applies (input_dropout 0,
+    or eval); otherwise they are gathered first.
 
     `conv='gat'` is the GAT of Velickovic et al. (ICLR 2018): hidden layers concatenate
     `heads` attention heads of `hidden` features each, the output layer averages
@@ -59,7 +63,9 @@ class NodeClassifier(nn.Module):
 
     Args:
         in_channels, hidden, num_classes: widths (GAT: `hidden` per head). num_layers: L >= 1.
-        conv: 'sage', 'gcn' or 'gat'. aggr: SAGE aggregator. dropout: before every layer.
+        conv: 'sage', 'gcn' or 'gat'. aggr: SAGE aggregator. dropout: before every layer
+            but the first. input_dropout: before the first (None: `dropout`; 0 in DGL's
+            and PyG's ogbn-products examples, `dropout` in Kipf & Welling's GCN).
         activation: 'relu' or 'elu' (GAT's), between layers.
         heads, output_heads, attention_dropout: GAT only (see above).
     """
@@ -67,7 +73,7 @@ class NodeClassifier(nn.Module):
     def __init__(self, in_channels: int, hidden: int, num_classes: int, num_layers: int = 2,
                  conv: str = "sage", aggr: str = "mean", dropout: float = 0.5,
                  activation: str = "relu", heads: int = 1, output_heads: int = 1,
-                 attention_dropout: float = 0.0) -> None:
+                 attention_dropout: float = 0.0, input_dropout: float | None = None) -> None:
         super().__init__()
         if conv not in _CONVS:
             raise ValueError(f"NodeClassifier: conv must be one of {_CONVS}, got {conv!r}")
@@ -86,8 +92,9 @@ class NodeClassifier(nn.Module):
             self.convs = nn.ModuleList(_make_conv(conv, widths[i], widths[i + 1], aggr)
                                        for i in range(num_layers))
         self.dropout, self.activation = dropout, activation
+        self.input_dropout = dropout if input_dropout is None else input_dropout
 
-    def forward(self, graph: Any | Sequence[Any], x: Tensor | SparseFeatures,
+    def forward(self, graph: Any | Sequence[Any], x: Tensor | SparseFeatures | IndexedRows,
                 exchange: Sequence[Callable[[Tensor], Tensor]] | None = None) -> Tensor:
         blocks = list(graph) if isinstance(graph, list | tuple) else [graph] * len(self.convs)
         if len(blocks) != len(self.convs):
@@ -100,14 +107,23 @@ class NodeClassifier(nn.Module):
         # exchange runs between them (rows it duplicates must draw their own masks).
         fused = self.activation == "relu" and exchange is None
         for layer, (conv, block) in enumerate(zip(self.convs, blocks)):
+            if isinstance(x, IndexedRows) and not self._reads_table(conv, exchange):
+                x = x.materialize()
             if exchange is not None:
                 x = exchange[layer](x)
+            rate = self.input_dropout if layer == 0 else self.dropout
             if isinstance(x, SparseFeatures):
-                x = x.dropout(self.dropout, self.training)
-            elif layer == 0 or not fused:
-                x = ops.dropout(x, self.dropout, self.training)
+                x = x.dropout(rate, self.training)
+            elif not isinstance(x, IndexedRows) and (layer == 0 or not fused):
+                x = ops.dropout(x, rate, self.training)
             x = conv(block, x)
             if layer != len(self.convs) - 1:
                 x = (ops.relu_dropout(x, self.dropout, self.training) if fused
                      else _ACTIVATIONS[self.activation](x))
         return x
+
+    def _reads_table(self, conv: nn.Module, exchange: Any) -> bool:
+        """Whether the first layer takes `IndexedRows` as they are: a SAGE layer, no
+        exchange, and no input dropout to draw (its mask is per gathered row)."""
+        dropping = self.training and self.input_dropout > 0
+        return isinstance(conv, SAGEConv) and exchange is None and not dropping

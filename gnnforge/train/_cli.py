@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from gnnforge.train._config import (NODE_MODES, OPTIONAL_INTS, SAMPLERS, TASK_DEFAULTS, TASKS,
-                                     ConfigError, TrainConfig)
+from gnnforge.train._config import (NODE_MODES, OPTIONAL_NUMBERS, SAMPLERS, TASK_DEFAULTS,
+                                     TASKS, ConfigError, TrainConfig)
 
 DESCRIPTION = ("train a GNN (default: GIN regressing TPSA on RDKit's NCI molecules with "
                "fixed-shape packed batches)")
@@ -28,7 +28,11 @@ _HELP = {
                        "reads hit the page cache: on, off, or auto (when they take at most "
                        "half of the memory this process may use, cgroup limits included)",
     "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
-    "dropout": "dropout probability", "seed": "seed for model init, splits and batch order",
+    "dropout": "dropout probability",
+    "input_dropout": "node task: dropout on the input features (default: --dropout; "
+                     "--dataset synthetic-products: 0, as DGL's and PyG's ogbn-products "
+                     "examples)",
+    "seed": "seed for model init, splits and batch order",
     "patience": "early stopping: epochs without validation improvement (0: off)",
     "early_stopping": "which epoch is tested and what --patience watches: metric, loss or "
                       "loss-and-metric (node task; the GAT code's rule)",
@@ -120,8 +124,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         flag = "--" + name.replace("_", "-")
         if name == "step_delay":
             parser.add_argument(flag, type=float, default=None, help=argparse.SUPPRESS)
-        elif name in OPTIONAL_INTS:
-            parser.add_argument(flag, type=int, default=None, help=_HELP[name])
+        elif name in OPTIONAL_NUMBERS:
+            parser.add_argument(flag, type=OPTIONAL_NUMBERS[name], default=None,
+                                help=_HELP[name])
         elif isinstance(value, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
                                 help=_help(name, value))

@@ -63,6 +63,10 @@ class TrainConfig:
     hidden: int = 64
     layers: int = 3
     dropout: float = 0.0
+    # node task: dropout on the input features (None: --dropout). DGL's and PyG's
+    # ogbn-products examples drop none (synthetic-products' default 0); without it a
+    # sampled SAGE first layer reads its rows straight from the feature table.
+    input_dropout: float | None = None
     seed: int = 0
     # Stop when the validation metric has not improved for this many epochs (0: never).
     patience: int = 10
@@ -195,11 +199,11 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
 # full graph is not held as a Graph.
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
     "synthetic-products": {"mode": "sampled", "layers": 3, "hidden": 256,
-                           "fanouts": [15, 10, 5], "batch_size": 1024},
+                           "fanouts": [15, 10, 5], "batch_size": 1024, "input_dropout": 0.0},
 }
-# Fields whose default is None but whose values are ints (the rest of the None defaults
+# Fields whose default is None but whose values are numbers (the rest of the None defaults
 # are strings).
-OPTIONAL_INTS = ("max_steps",)
+OPTIONAL_NUMBERS: dict[str, type] = {"max_steps": int, "input_dropout": float}
 
 
 def _read_toml(path: str | Path) -> dict[str, Any]:
@@ -243,8 +247,7 @@ def load_config(overrides: dict[str, Any], toml_path: str | Path | None = None) 
 
 def _check_type(key: str, value: Any) -> None:
     default = getattr(TrainConfig(), key)
-    expected = type(default) if default is not None else (int if key in OPTIONAL_INTS
-                                                          else str)
+    expected = type(default) if default is not None else OPTIONAL_NUMBERS.get(key, str)
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return
     if expected is list:
@@ -304,8 +307,10 @@ def validate(config: TrainConfig) -> None:
             raise ConfigError(f"--{_flag(name)} must be >= 0, got {getattr(config, name)}")
     _validate_early_stopping(config)
     _validate_graph_protocol(config)
-    if not 0.0 <= config.dropout < 1.0:
-        raise ConfigError(f"--dropout must lie in [0, 1), got {config.dropout}")
+    for name in ("dropout", "input_dropout"):
+        rate = getattr(config, name)
+        if rate is not None and not 0.0 <= rate < 1.0:
+            raise ConfigError(f"--{_flag(name)} must lie in [0, 1), got {rate}")
     if not (math.isfinite(config.lr) and config.lr > 0):
         raise ConfigError(f"--lr must be a finite number > 0, got {config.lr}")
     if not (math.isfinite(config.weight_decay) and config.weight_decay >= 0):
@@ -320,7 +325,7 @@ def validate(config: TrainConfig) -> None:
     else:
         for name, default in (("mode", "full"), ("model", "sage"), ("sampler", None),
                               ("dependent", 0), ("cache_size", 0), ("partition", "random"),
-                              *NODE_RECIPE_OPTIONS.items()):
+                              ("input_dropout", None), *NODE_RECIPE_OPTIONS.items()):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                                   f"(got --task {config.task})")
@@ -483,7 +488,7 @@ def _validate_link(config: TrainConfig) -> None:
         raise ConfigError("--task link trains on sampled blocks (each batch's edges removed "
                           "from them); use --mode sampled")
     for name, default in (("dependent", 0), ("cache_size", 0), ("partition", "random"),
-                          *NODE_RECIPE_OPTIONS.items()):
+                          ("input_dropout", None), *NODE_RECIPE_OPTIONS.items()):
         if getattr(config, name) != default:
             raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                               "(got --task link)")

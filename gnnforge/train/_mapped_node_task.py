@@ -76,7 +76,8 @@ class MappedNodeTask:
         config = self.config
         return NodeClassifier(self.x.shape[1], config.hidden, self.num_classes,
                               num_layers=config.layers, conv=config.model,
-                              dropout=config.dropout, activation=config.activation)
+                              dropout=config.dropout, activation=config.activation,
+                              input_dropout=config.input_dropout)
 
     def plan_graph(self) -> Any:
         """The blocks of a fixed first minibatch, for the planner (as `NodeTask`)."""
@@ -92,15 +93,14 @@ class MappedNodeTask:
 
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]:
         blocks, input_nodes, seeds = batch
-        on_device = self._on_device(blocks, input_nodes)
-        self.sampler.record(blocks)                      # after the gather: its reads count
-        logits = model(*on_device)
+        logits = model(*self._on_device(blocks, input_nodes))
+        self.sampler.record(blocks)  # after the forward: its reads of the feature map count
         return F.cross_entropy(logits, self.y_device[seeds.to(self.device)]), int(seeds.numel())
 
     def _on_device(self, blocks: list[Any], input_nodes: Tensor) -> tuple[list[Any], Tensor]:
+        if self.device.type == "cpu":  # the rows stay in the map for a SAGE first layer
+            return blocks, self.sampler.features(self.x, input_nodes, in_table=True)
         features = self.sampler.features(self.x, input_nodes)           # [n, F], from the map
-        if self.device.type == "cpu":
-            return blocks, features
         return [block.to(self.device) for block in blocks], to_device(features, self.device)
 
     @torch.no_grad()

@@ -166,7 +166,8 @@ class NodeTask:
             attention_dropout=config.attention_dropout)
         return NodeClassifier(self.x.shape[1], config.hidden, self.num_classes,
                               num_layers=config.layers, conv=config.model,
-                              dropout=config.dropout, activation=config.activation, **gat)
+                              dropout=config.dropout, activation=config.activation,
+                              input_dropout=config.input_dropout, **gat)
 
     def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]]:
         """The optimiser's groups: weight decay on every layer, or (`weight_decay_layers`
@@ -209,8 +210,9 @@ class NodeTask:
         if self.sampled:
             blocks, input_nodes, seeds = batch
             self.sampler.record(blocks)
-            features = self.sampler.features(self.inputs, input_nodes)   # gathered on CPU
-            if self.device.type != "cpu":
+            on_cpu = self.device.type == "cpu"      # else gathered on the CPU, then copied
+            features = self.sampler.features(self.inputs, input_nodes, in_table=on_cpu)
+            if not on_cpu:
                 blocks = [block.to(self.device) for block in blocks]
                 features, seeds = to_device(features, self.device), seeds.to(self.device)
             logits = model(blocks, features)

@@ -180,7 +180,8 @@ class PartitionedNodeTask:
 
         return NodeClassifier(int(self.data.features.shape[1]), self.config.hidden,
                               self.num_classes, num_layers=self.config.layers,
-                              conv=self.config.model, dropout=self.config.dropout)
+                              conv=self.config.model, dropout=self.config.dropout,
+                              input_dropout=self.config.input_dropout)
 
     def start_epoch(self, epoch: int) -> int:
         from gnnforge.sampling import NodeSeeds

@@ -107,11 +107,17 @@ class SampledBatches:
             self._read_bytes += mark - self._read_mark
             self._read_mark = mark
 
-    def features(self, x: Any, input_nodes: Tensor) -> Any:
+    def features(self, x: Any, input_nodes: Tensor, in_table: bool = False) -> Any:
         """[n, F] input features of `input_nodes` (x a tensor or SparseFeatures), through
-        the feature cache when enabled."""
+        the feature cache when enabled. With `in_table` and neither of those, x's rows are
+        left in x (`IndexedRows`): the model gathers them only where its first layer
+        cannot aggregate them from x (`NodeClassifier`)."""
         if self.store is not None:
             return self.store.fetch(input_nodes)
+        if in_table and isinstance(x, Tensor):
+            from gnnforge.nn import IndexedRows
+
+            return IndexedRows(x, input_nodes)
         # gather_rows: index_select (on one thread several times faster than x[input_nodes])
         # or the prefetching native copy, whichever measured faster for this class.
         return gather_rows(x, input_nodes) if isinstance(x, Tensor) else x.rows(input_nodes)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 
 from gnnforge import ops
 from gnnforge.graph import Graph
-from gnnforge.nn import IndexedRows, SAGEConv
+from gnnforge.nn import IndexedRows, NodeClassifier, SAGEConv
 from gnnforge.nn._indexed_rows import TableSources
 from gnnforge.ops._native import available
 from gnnforge.sampling import NeighborSampler
@@ -77,6 +79,56 @@ def test_a_learnt_table_gets_the_gradient_of_its_gathered_rows(aggr):
     indexed, (ours,) = _outputs_and_grads(conv, graph, IndexedRows(table, index), [table])
     torch.testing.assert_close(indexed, gathered)
     torch.testing.assert_close(ours, reference)
+
+
+@settings(max_examples=40, deadline=None)
+@given(num_nodes=st.integers(1, 50), num_edges=st.integers(0, 250), seeds=st.integers(0, 10),
+       seed=st.integers(0, 2**16), conv=st.sampled_from(["sage", "gcn"]),
+       rates=st.sampled_from([(0.5, 0.0), (0.5, None), (0.0, 0.3), (0.0, None)]),
+       training=st.booleans())
+def test_node_classifier_on_indexed_rows_equals_the_gathered_rows(
+        num_nodes, num_edges, seeds, seed, conv, rates, training):
+    # The rows stay in the table exactly when a SAGE first layer draws no input dropout;
+    # otherwise they are gathered first and the same masks are drawn.
+    dropout, input_dropout = rates
+    graph = _graph(num_nodes, num_edges, seed)
+    batch = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:seeds]
+    blocks = NeighborSampler([3, 2]).sample(graph, batch,
+                                            generator=torch.Generator().manual_seed(seed))
+    table = torch.randn(num_nodes, 5, generator=torch.Generator().manual_seed(seed))
+    torch.manual_seed(seed)
+    model = NodeClassifier(5, 6, 3, num_layers=2, conv=conv, dropout=dropout,
+                           input_dropout=input_dropout).train(training)
+    leaves = list(model.parameters())
+    torch.manual_seed(seed + 1)
+    gathered = model(blocks, table[blocks[0].src_nodes])
+    reference = torch.autograd.grad(gathered.sum(), leaves, allow_unused=True)
+    gathers = []
+    materialize = IndexedRows.materialize
+    torch.manual_seed(seed + 1)
+    with mock.patch.object(IndexedRows, "materialize",
+                           lambda rows: gathers.append(1) or materialize(rows)):
+        indexed = model(blocks, IndexedRows(table, blocks[0].src_nodes))
+    ours = torch.autograd.grad(indexed.sum(), leaves, allow_unused=True)
+    rate = dropout if input_dropout is None else input_dropout
+    assert len(gathers) == int(conv == "gcn" or (training and rate > 0))
+    torch.testing.assert_close(indexed, gathered, rtol=1e-5, atol=1e-5)
+    for mine, theirs in zip(ours, reference, strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_node_classifier_drops_the_input_at_its_own_rate():
+    x = torch.ones(200, 4)
+    graph = _graph(200, 0, 0)
+    model = NodeClassifier(4, 4, 2, num_layers=1, dropout=0.0, input_dropout=0.5)
+    with torch.no_grad():
+        model.convs[0].lin_l.weight.zero_()
+        model.convs[0].lin_r.weight.copy_(torch.eye(2, 4))
+        model.convs[0].lin_l.bias.zero_()
+    out = model(graph, x)
+    assert set(out.unique().tolist()) == {0.0, 2.0}                  # dropped, or scaled
+    assert torch.equal(model.eval()(graph, x), torch.ones(200, 2))   # eval: untouched
+    assert NodeClassifier(4, 4, 2, dropout=0.3).input_dropout == 0.3  # None: --dropout
 
 
 def test_table_sources_name_table_rows_in_the_graphs_edge_order():

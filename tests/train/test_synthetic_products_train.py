@@ -38,10 +38,22 @@ def test_max_steps_from_the_command_line_is_checked(capsys):
 def test_products_defaults_are_the_issue_workload_and_other_datasets_keep_theirs():
     config = load_config({"dataset": "synthetic-products"})
     assert (config.task, config.mode, config.layers, config.hidden, config.fanouts,
-            config.batch_size) == ("node", "sampled", 3, 256, [15, 10, 5], 1024)
+            config.batch_size, config.input_dropout) == ("node", "sampled", 3, 256,
+                                                         [15, 10, 5], 1024, 0.0)
     assert load_config({"dataset": "synthetic-products", "hidden": 32}).hidden == 32
+    assert load_config({"dataset": "synthetic-products", "input_dropout": 0.2}) \
+        .input_dropout == 0.2
     sbm = load_config({"dataset": "sbm"})
     assert (sbm.layers, sbm.hidden, sbm.fanouts, sbm.mode) == (2, 64, [10, 10], "full")
+    assert sbm.input_dropout is None  # the first layer's dropout is --dropout's
+
+
+def test_input_dropout_from_the_command_line_is_checked(capsys):
+    assert main(["train", "--task", "node", "--dataset", "sbm", "--input-dropout",
+                 "1.5"]) == 2
+    assert "--input-dropout must lie in [0, 1), got 1.5" in capsys.readouterr().err
+    assert main(["train", "--task", "graph", "--input-dropout", "0.1"]) == 2
+    assert "--input-dropout applies to --task node only" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -102,6 +114,40 @@ def test_the_task_holds_the_mapped_csr_not_a_graph(cache):
     assert sum(block.num_edges for block in blocks) <= 128 * 2 + 384 * 3 + 1536 * 4
     assert task.sampler.features(task.x, input_nodes).shape == (input_nodes.numel(), 100)
     assert seeds.numel() == 128
+
+
+@pytest.mark.parametrize("input_dropout", [0.0, 0.5])
+def test_the_first_layer_reads_the_mapped_features_unless_it_drops_them(cache, input_dropout):
+    # The loss a step trains on is the one of the gathered rows, whichever way the first
+    # layer reads them; they stay in the map exactly when no input dropout is drawn.
+    import torch
+
+    from gnnforge.nn import IndexedRows
+    from gnnforge.train._cli import build_task
+
+    config = load_config({"dataset": "synthetic-products", "synthetic_nodes": 4096,
+                          "hidden": 16, "fanouts": [4, 3, 2], "batch_size": 128,
+                          "input_dropout": input_dropout, "progress": False})
+    task = build_task(config)
+    task.start_epoch(0)
+    blocks, input_nodes, seeds = batch = task.batch(0)
+    torch.manual_seed(0)
+    model = task.build_model()
+    inputs = []
+    model.register_forward_pre_hook(lambda module, args: inputs.append(args[1]))
+    torch.manual_seed(1)
+    loss, count = task.loss(model, batch)
+    assert isinstance(inputs[0], IndexedRows) and inputs[0].table is task.x
+    torch.manual_seed(1)
+    gathered = model(blocks, task.x[input_nodes])
+    reference = torch.nn.functional.cross_entropy(gathered, task.y[seeds])
+    torch.testing.assert_close(loss, reference, rtol=1e-5, atol=1e-6)
+    first_layer_inputs = []
+    model.convs[0].register_forward_pre_hook(
+        lambda module, args: first_layer_inputs.append(args[1]))
+    task.loss(model, batch)
+    assert isinstance(first_layer_inputs[0], IndexedRows) == (input_dropout == 0.0)
+    assert count == seeds.numel()
 
 
 @pytest.mark.parametrize("choice, read", [("on", True), ("off", False), ("auto", True)])
