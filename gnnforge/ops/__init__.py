@@ -12,7 +12,8 @@ the first call on a graph times them on it, `kernel_trials` lists those decision
 vectorised pass on CPU); `relu_dropout` fuses a ReLU in front of it. `dense_product`
 runs the layers' GEMMs on the library (torch's or oneDNN) measured fastest for each
 product class on this machine; `leading_rows` is x[:rows] with its gradient in a reused
-buffer (a block's destination rows). See docs/kernels.md.
+buffer (a block's destination rows), `scale_rows` x * factor with its output and gradient
+in reused buffers (GCN's degree scaling). See docs/kernels.md.
 """
 
 from gnnforge.ops._auto_kernels import tune
@@ -24,6 +25,7 @@ from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._gather_rows import gather_rows
 from gnnforge.ops._generic import gsddmm, gspmm
 from gnnforge.ops._leading_rows import leading_rows
+from gnnforge.ops._scale_rows import scale_rows
 from gnnforge.ops._shortcuts import (
     copy_e_max,
     copy_e_mean,
@@ -91,6 +93,7 @@ __all__ = [
     "kernel_trials",
     "kernel_trials_run",
     "leading_rows",
+    "scale_rows",
     "machine_fingerprint",
     "measured_classes",
     "relu_dropout",
