@@ -14,8 +14,8 @@ from torch import Tensor
 
 from gnnforge import ops
 
-__all__ = ["check_aggr", "check_graph_input", "check_node_input", "dst_part", "edge_weight_of", "reduce_edges",
-           "reduce_neighbors", "weighted_neighbor_sum"]
+__all__ = ["check_aggr", "check_graph_input", "check_node_input", "dst_part", "edge_weight_of",
+           "reduce_edges", "reduce_neighbors", "weighted_neighbor_sum"]
 
 EDGE_WEIGHT_KEY = "edge_weight"  # PyG's attribute name; Graph.from_pyg keeps it
 

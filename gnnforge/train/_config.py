@@ -30,6 +30,10 @@ ACTIVATIONS = ("relu", "elu")
 NODE_RECIPE_OPTIONS = {"normalize_features": False, "weight_decay_layers": "all",
                        "activation": "relu", "heads": 8, "output_heads": 1,
                        "attention_dropout": 0.0, "largest_component": False}
+# Options of the node task that the graph and link tasks refuse when changed, with their
+# defaults (besides NODE_RECIPE_OPTIONS, and --mode/--model/--sampler for the graph task).
+NODE_ONLY_OPTIONS = (("dependent", 0), ("cache_size", 0), ("partition", "random"),
+                     ("input_dropout", None))
 SAMPLERS = ("neighbor", "labor")
 DISTRIBUTED = ("independent", "cooperative")
 PARTITIONS = ("random", "metis")
@@ -324,8 +328,7 @@ def validate(config: TrainConfig) -> None:
         _validate_link(config)
     else:
         for name, default in (("mode", "full"), ("model", "sage"), ("sampler", None),
-                              ("dependent", 0), ("cache_size", 0), ("partition", "random"),
-                              ("input_dropout", None), *NODE_RECIPE_OPTIONS.items()):
+                              *NODE_ONLY_OPTIONS, *NODE_RECIPE_OPTIONS.items()):
             if getattr(config, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                                   f"(got --task {config.task})")
@@ -487,8 +490,7 @@ def _validate_link(config: TrainConfig) -> None:
     if config.mode != "sampled":
         raise ConfigError("--task link trains on sampled blocks (each batch's edges removed "
                           "from them); use --mode sampled")
-    for name, default in (("dependent", 0), ("cache_size", 0), ("partition", "random"),
-                          ("input_dropout", None), *NODE_RECIPE_OPTIONS.items()):
+    for name, default in (*NODE_ONLY_OPTIONS, *NODE_RECIPE_OPTIONS.items()):
         if getattr(config, name) != default:
             raise ConfigError(f"--{name.replace('_', '-')} applies to --task node only "
                               "(got --task link)")
