@@ -105,13 +105,24 @@ class _PooledSum(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, ...]:
         operands, needs = ctx.saved_tensors, ctx.needs_input_grad
-        grads: list[Tensor | None] = [
-            grad.sum_to_size(ctx.start_shape) if needs[0] else None]
+        grads: list[Tensor | None] = [_start_grad(grad, ctx.start_shape) if needs[0] else None]
         for index in range(0, len(operands), 2):
             a, b = operands[index:index + 2]
             grads.append(dense_product(grad, b.t()) if needs[1 + index] else None)
             grads.append(dense_product(a.t(), grad) if needs[2 + index] else None)
         return tuple(grads)
+
+
+def _start_grad(grad: Tensor, shape: torch.Size) -> Tensor:
+    """grad summed to `shape`; a bias row's as ones @ grad (a GEMV), which reads grad at
+    close to memory speed where torch's column sum does not ([58.5k, 256]: 1.4 -> 0.9 ms
+    on two threads, 3.6 -> 2.2 on one)."""
+    columns = grad.shape[-1]
+    row = tuple(shape) in ((columns,), (1, columns))
+    if not row or grad.dim() != 2 or grad.shape[0] < 2 or not grad.is_contiguous():
+        return grad.sum_to_size(shape)
+    ones = grad.new_ones(grad.shape[0])
+    return torch.mv(grad.t(), ones).reshape(shape)
 
 
 def _on_onednn(a: Tensor, b: Tensor) -> bool:
