@@ -24,7 +24,7 @@ from gnnforge.ops._dropout import dropout, relu_dropout
 from gnnforge.ops._edge_softmax import edge_softmax
 from gnnforge.ops._gather_rows import gather_rows
 from gnnforge.ops._generic import gsddmm, gspmm
-from gnnforge.ops._leading_rows import leading_rows
+from gnnforge.ops._leading_rows import leading_rows, with_leading_rows
 from gnnforge.ops._scale_rows import scale_rows
 from gnnforge.ops._shortcuts import (
     copy_e_max,
@@ -115,4 +115,5 @@ __all__ = [
     "tuning_record_path",
     "u_sub_v",
     "use_backend",
+    "with_leading_rows",
 ]

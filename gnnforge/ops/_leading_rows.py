@@ -1,4 +1,5 @@
-"""`leading_rows(x, rows)`: x[:rows], whose gradient is built in a reused buffer.
+"""`leading_rows(x, rows)`: x[:rows], whose gradient is built in a reused buffer;
+`with_leading_rows(aggregate, x, rows)`: an aggregation of x beside x[:rows], one gradient.
 
 A sampled block's destination nodes lead its source nodes, so a layer's root term reads
 the first rows of its input. Slicing's own backward (`slice_backward`) fills a fresh
@@ -10,12 +11,15 @@ layer 2 of the products-sized GraphSAGE step, a [58.5k, 256] zero fill that page
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from gnnforge.ops._buffers import pooled_empty, worth_pooling
 
-__all__ = ["leading_rows"]
+__all__ = ["leading_rows", "with_leading_rows"]
 
 
 def leading_rows(x: Tensor, rows: int) -> Tensor:
@@ -47,3 +51,74 @@ class _LeadingRows(torch.autograd.Function):
         out[ctx.rows:].zero_()
         out[:ctx.rows].copy_(grad)
         return out, None
+
+
+def with_leading_rows(aggregate: Callable[[Tensor], Tensor], x: Tensor,
+                      rows: int) -> tuple[Tensor, Tensor]:
+    """(`aggregate(x)`, `leading_rows(x, rows)`), whose x-gradient adds the rows' gradient
+    into the aggregation's in place.
+
+    A sampled layer reads its input twice, aggregated over the edges and its destinations'
+    rows for the root term. Taken apart, autograd sums two full [N, F] gradients: the
+    aggregation's and the rows' (zeros past `rows`), a zero fill of the tail and a full add.
+    Here the aggregation's gradient (a tensor its backward made for it) takes the rows'
+    gradient in its first rows, and nothing else is written. products-sized GraphSAGE,
+    layer 2 ([58.5k, 256], 6k destinations), torch.profiler at two threads: the fill and
+    the add were 3.3 and 3.8 ms of a step.
+
+    `aggregate` is differentiable, linear or not; it runs once, on a detached x, and its
+    backward runs inside this one (a second derivative runs it again, on x itself). Without
+    a gradient to x this is the two calls apart.
+    """
+    if not 0 <= rows <= x.shape[0]:
+        raise ValueError(f"with_leading_rows: rows must lie in [0, {x.shape[0]}] (x's rows), "
+                         f"got {rows}")
+    if not (x.requires_grad and torch.is_grad_enabled()) or rows == x.shape[0]:
+        return aggregate(x), leading_rows(x, rows)
+    return _WithLeadingRows.apply(x, rows, aggregate)
+
+
+class _WithLeadingRows(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, rows: int, aggregate: Callable[[Tensor], Tensor]
+                ) -> tuple[Tensor, Tensor]:
+        with torch.enable_grad():
+            inner = x.detach().requires_grad_()
+            aggregated = aggregate(inner)
+        ctx.save_for_backward(x)
+        ctx.inner, ctx.aggregated, ctx.rows, ctx.aggregate = inner, aggregated, rows, aggregate
+        return aggregated.detach(), x[:rows]
+
+    @staticmethod
+    def backward(ctx, grad_aggregated: Tensor | None, grad_rows: Tensor | None
+                 ) -> tuple[Tensor | None, None, None]:
+        inner, rows = ctx.inner, ctx.rows
+        higher = torch.is_grad_enabled()  # create_graph: every step differentiable
+        grad = None
+        if grad_aggregated is not None and higher:
+            # The gradient's own dependence on x (a nonlinear aggregate's) needs x in the
+            # graph: the aggregation is run again on the saved x.
+            (x,) = ctx.saved_tensors
+            (grad,) = torch.autograd.grad(ctx.aggregate(x), x, grad_aggregated,
+                                          create_graph=True, allow_unused=True)
+        elif grad_aggregated is not None:
+            # The inner graph is kept, as the outer one may be (retain_graph).
+            (grad,) = torch.autograd.grad(ctx.aggregated, inner, grad_aggregated,
+                                          retain_graph=True, allow_unused=True)
+        if grad_rows is None:
+            return grad, None, None
+        if grad is None:
+            grad = pooled_empty(tuple(inner.shape), grad_rows.dtype)
+            grad[rows:].zero_()
+            grad[:rows].copy_(grad_rows)
+        elif higher or _shares_memory(grad, grad_aggregated):
+            grad = grad + F.pad(grad_rows, (0, 0) * (grad_rows.dim() - 1)
+                                + (0, inner.shape[0] - rows))
+        else:
+            grad[:rows] += grad_rows
+        return grad, None, None
+
+
+def _shares_memory(a: Tensor, b: Tensor) -> bool:
+    """Whether a may be b's memory (an aggregation that returned its input's gradient)."""
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()

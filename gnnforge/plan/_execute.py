@@ -8,8 +8,9 @@ edge weights `[E, H, 1]` against features `[N, H or 1, C]`. Weight leaves arrive
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import torch
@@ -20,7 +21,7 @@ from gnnforge import ops
 from gnnforge.ops._degree import in_degree as node_in_degree
 from gnnforge.ops._degree import out_degree as node_out_degree
 from gnnforge.plan._fused_sums import sum_terms
-from gnnforge.plan._ir import Node, is_block_diagonal, is_sparse
+from gnnforge.plan._ir import Node, is_block_diagonal, is_sparse, subtrees
 from gnnforge.plan._primitives import (Composition, is_dynamic_propagation,
                                        is_fused_relation_sum)
 from gnnforge.plan._shared_products import shared_input_groups, source_of, worth_sharing
@@ -263,14 +264,25 @@ class _Evaluator:
         if left.kind == "normadj":
             return self._normadj_matmul(node)
         if left.kind == "adjacency":
-            return ops.copy_u_sum(self.graph, self.value(right))
+            return self._aggregate(ops.copy_u_sum, right)
         if left.kind == "meanadj":
-            return ops.copy_u_mean(self.graph, self.value(right))
+            return self._aggregate(ops.copy_u_mean, right)
         if left.kind in ("attention", "attention_v2"):
             return ops.u_mul_e_sum(self.graph, self.value(right), self.value(left))
         if node in self.shared:
             return self._shared_matmul(node)
         return _dense_matmul(self.value(left), self.value(right), left.kind == "weight")
+
+    def _aggregate(self, reduce: Callable[[Any, Tensor], Tensor], right: Node) -> Tensor:
+        """reduce(graph, right); where the tree also reads right's destination rows (not
+        yet computed), both at once, with one gradient for right (`ops.with_leading_rows`)."""
+        value = self.value(right)
+        rows = _dst_rows_of(self.tree).get(right)
+        if rows is None or rows in self.memo:
+            return reduce(self.graph, value)
+        aggregated, self.memo[rows] = ops.with_leading_rows(
+            partial(reduce, self.graph), value, self.graph.num_dst_nodes)
+        return aggregated
 
     def _shared_matmul(self, node: Node) -> Tensor:
         """Every projection of node's input at once (`_shared_products`): one GEMM against
@@ -322,6 +334,12 @@ class _Evaluator:
                 scaled = ops.scale_rows(self.value(right), _rows(self.structure.inv_sqrt_src))
             self.unscaled[node] = self._spmm(scaled, self.structure.edge_weight)
         return self.unscaled[node]
+
+
+@lru_cache(maxsize=256)
+def _dst_rows_of(tree: Node) -> dict[Node, Node]:
+    """For each node whose destination rows the tree reads, that dst_rows node."""
+    return {node.inputs[0]: node for node in subtrees(tree) if node.op == "dst_rows"}
 
 
 @lru_cache(maxsize=256)
