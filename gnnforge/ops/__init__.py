@@ -13,9 +13,12 @@ vectorised pass on CPU); `relu_dropout` fuses a ReLU in front of it. `dense_prod
 runs the layers' GEMMs on the library (torch's or oneDNN) measured fastest for each
 product class on this machine; `leading_rows` is x[:rows] with its gradient in a reused
 buffer (a block's destination rows), `scale_rows` x * factor with its output and gradient
-in reused buffers (GCN's degree scaling). See docs/kernels.md.
+in reused buffers (GCN's degree scaling), `add_bias` x + bias into a reused buffer,
+`with_leading_rows` an aggregation beside x[:rows] with one gradient for x. See
+docs/kernels.md.
 """
 
+from gnnforge.ops._add_bias import add_bias
 from gnnforge.ops._auto_kernels import tune
 from gnnforge.ops._buffers import buffer_pool_statistics, empty_cache
 from gnnforge.ops._dense_product import dense_product, dense_product_plus
@@ -65,6 +68,7 @@ from gnnforge.ops._tuning_record import record_path as tuning_record_path
 
 __all__ = [
     "BACKENDS",
+    "add_bias",
     "buffer_pool_statistics",
     "copy_e_max",
     "copy_e_mean",
