@@ -111,7 +111,7 @@ class _WithLeadingRows(torch.autograd.Function):
             grad = pooled_empty(tuple(inner.shape), grad_rows.dtype)
             grad[rows:].zero_()
             grad[:rows].copy_(grad_rows)
-        elif higher or _shares_memory(grad, grad_aggregated):
+        elif higher or not grad.is_contiguous() or _shares_memory(grad, grad_aggregated):
             grad = grad + F.pad(grad_rows, (0, 0) * (grad_rows.dim() - 1)
                                 + (0, inner.shape[0] - rows))
         else:
@@ -120,5 +120,6 @@ class _WithLeadingRows(torch.autograd.Function):
 
 
 def _shares_memory(a: Tensor, b: Tensor) -> bool:
-    """Whether a may be b's memory (an aggregation that returned its input's gradient)."""
+    """Whether a may be b's memory (an aggregation that returned its input's gradient). An
+    expanded gradient (a reduction over all rows) is caught by the contiguity test above."""
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
