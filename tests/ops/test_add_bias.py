@@ -99,5 +99,5 @@ def test_gcn_conv_adds_its_bias_through_it_when_training():
     assert out.grad_fn.name() == "_AddBiasBackward"
     out.sum().backward()
     torch.testing.assert_close(layer.bias.grad, torch.full((64,), 5000.0))
-    with torch.no_grad():
-        torch.testing.assert_close(layer(graph, x), out.detach())
+    with torch.no_grad():  # the in-place add of inference (its plan may differ: rounding)
+        torch.testing.assert_close(layer(graph, x), out.detach(), rtol=1e-4, atol=1e-4)
