@@ -47,10 +47,15 @@ class _LeadingRows(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
-        out = pooled_empty(tuple(ctx.shape), grad.dtype)
-        out[ctx.rows:].zero_()
-        out[:ctx.rows].copy_(grad)
-        return out, None
+        return _padded(grad, tuple(ctx.shape)), None
+
+
+def _padded(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """[shape] grad in the leading rows, zeros after them, in a reused buffer."""
+    out = pooled_empty(shape, grad.dtype)
+    out[grad.shape[0]:].zero_()
+    out[:grad.shape[0]].copy_(grad)
+    return out
 
 
 def with_leading_rows(aggregate: Callable[[Tensor], Tensor], x: Tensor,
@@ -108,9 +113,7 @@ class _WithLeadingRows(torch.autograd.Function):
         if grad_rows is None:
             return grad, None, None
         if grad is None:
-            grad = pooled_empty(tuple(inner.shape), grad_rows.dtype)
-            grad[rows:].zero_()
-            grad[:rows].copy_(grad_rows)
+            grad = _padded(grad_rows, tuple(inner.shape))
         elif higher or not grad.is_contiguous() or _shares_memory(grad, grad_aggregated):
             grad = grad + F.pad(grad_rows, (0, 0) * (grad_rows.dim() - 1)
                                 + (0, inner.shape[0] - rows))
