@@ -138,6 +138,27 @@ def test_four_processes_on_parts_equal_one_process_on_the_graph(tmp_path, prefet
         assert rows < 2000 * 0.4 and "exchanged_mib=" in report
 
 
+def test_input_dropout_applies_to_the_exchanged_rows_on_every_rank(tmp_path):
+    # The exchanged feature rows are dense, so the first layer's input dropout draws a
+    # mask per row on each rank; the summed gradients keep the ranks' models equal, and
+    # the dropped inputs move them away from the dropout-free single process.
+    _write(tmp_path / "parts", method="metis")
+    options = _options(tmp_path / "parts", tmp_path / "coop", input_dropout=0.5)
+    results = spawn(_train_partitioned, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
+                    collective_timeout_s=120)
+    for result in results:
+        assert result.error is None and result.value is not None, \
+            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+    first = results[0].value[1]
+    for result in results[1:]:
+        for name, value in first.items():
+            torch.testing.assert_close(result.value[1][name], value, rtol=1e-6, atol=1e-6)
+    assert all(bool(torch.isfinite(value).all()) for value in first.values())
+    reference = _single_process_reference(tmp_path / "single")
+    gaps = [float((first[name] - value).abs().max()) for name, value in reference.items()]
+    assert max(gaps) > 1e-3  # the first layer's inputs were dropped
+
+
 def _remote(rank, world_size, directory, sampler_name):
     from gnnforge.distributed import fetch_rows, sample_remote
     from gnnforge.sampling import DependentKeys, LaborSampler, NeighborSampler
