@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
+from gnnforge import ops
 from gnnforge.plan._auto import AUTO, _fixed_plan
 from gnnforge.plan._candidates import default_composition
 from gnnforge.plan._ir import Node
 from gnnforge.plan._primitives import Composition
 
-__all__ = ["AUTO", "check_node_input", "current_plan", "require_square"]
+__all__ = ["AUTO", "add_plan_bias", "check_node_input", "current_plan", "require_square"]
 
 
 def check_node_input(layer: str, graph: Any, x: Tensor, width: int) -> None:
@@ -46,3 +48,17 @@ def current_plan(layer: nn.Module, expression: Node) -> Composition:
     """The composition the layer's `plan` names: PyG's order for "default" (or None), the
     given composition, or for "auto" the default (`run_plan` plans)."""
     return _fixed_plan(layer, expression) or default_composition(expression)
+
+
+def add_plan_bias(out: Tensor, bias: Tensor | None) -> Tensor:
+    """The layer's output `out` (fresh from its plan) plus `bias` [O], or `out` without one.
+
+    Without autograd `out` takes the bias in place: one [Nd, O] buffer fewer at the peak
+    (2.3 GiB for hidden 256 on the products-sized graph). With it, or while traced, into a
+    reused buffer with the bias's gradient as a GEMV (`ops.add_bias`; a fresh output
+    page-faults every page)."""
+    if bias is None:
+        return out
+    if torch.is_grad_enabled() or torch.compiler.is_compiling():
+        return ops.add_bias(out, bias)
+    return out.add_(bias)

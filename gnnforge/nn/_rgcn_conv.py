@@ -14,7 +14,7 @@ from gnnforge._static_shapes import bincount, static_shapes
 from gnnforge.graph import BipartiteGraph
 from gnnforge.nn._aggregate import check_aggr, check_node_input, dst_part, reduce_neighbors
 from gnnforge.nn._aggregate import weighted_neighbor_sum
-from gnnforge.nn._planned import AUTO
+from gnnforge.nn._planned import AUTO, add_plan_bias
 from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
 from gnnforge.plan._expressions import rgcn_expression
@@ -172,9 +172,7 @@ class RGCNConv(nn.Module):
                                         edge_weight.to(x.dtype))
         if self.root is not None:
             out = out + dst_part(graph, x) @ self.root
-        if self.bias is not None:
-            out = out + self.bias
-        return out
+        return add_plan_bias(out, self.bias)
 
     def _edge_types(self, graph: Any, edge_type: Tensor | None) -> Tensor:
         if edge_type is None:

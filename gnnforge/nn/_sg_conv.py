@@ -10,7 +10,8 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import edge_weight_of
 from gnnforge.nn._graph_structure import gcn_norm_structure
-from gnnforge.nn._planned import AUTO, check_node_input, current_plan, require_square
+from gnnforge.nn._planned import (AUTO, add_plan_bias, check_node_input, current_plan,
+                                  require_square)
 from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import evaluate
 from gnnforge.plan._expressions import sgc_expression
@@ -80,7 +81,7 @@ class SGConv(nn.Module):
         leaves = {"X": x, "W": self.lin.weight.t().unsqueeze(0)}
         out = run_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
-        return out if self.lin.bias is None else out + self.lin.bias
+        return add_plan_bias(out, self.lin.bias)
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, K={self.K}"

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from gnnforge.nn._aggregate import edge_weight_of
 from gnnforge.nn._graph_structure import gcn_norm_structure
-from gnnforge.nn._planned import AUTO, check_node_input, require_square
+from gnnforge.nn._planned import AUTO, add_plan_bias, check_node_input, require_square
 from gnnforge.plan._auto import run_plan
 from gnnforge.plan._expressions import tag_expression
 from gnnforge.plan._ir import Node
@@ -72,7 +72,7 @@ class TAGConv(nn.Module):
                              for k, lin in enumerate(self.lins)}}
         out = run_plan(self, expression, structure, leaves)
         out = out.reshape(graph.num_dst_nodes, self.out_channels)
-        return out if self.bias is None else out + self.bias
+        return add_plan_bias(out, self.bias)
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, K={self.K}"

@@ -1,6 +1,6 @@
 """ops.add_bias: x + bias with the sum's values and gradients, on the reused-buffer path and
-off it (other shapes, dtypes, small outputs), first and second derivatives, and GCNConv's
-use of it."""
+off it (other shapes, dtypes, small outputs), first and second derivatives, and the planned
+layers' use of it (GCN, TAGCN, SGC, R-GCN)."""
 
 from __future__ import annotations
 
@@ -85,19 +85,39 @@ def test_first_and_second_derivatives():
         assert torch.autograd.gradgradcheck(squared, (x, bias))
 
 
-def test_gcn_conv_adds_its_bias_through_it_when_training():
+def _planned_layer(name: str):
+    """(layer, its bias, extra forward arguments) of a planned layer 16 -> 64."""
+    from gnnforge.nn import GCNConv, RGCNConv, SGConv, TAGConv
+
+    if name == "gcn":
+        layer = GCNConv(16, 64)
+        return layer, layer.bias, {}
+    if name == "tag":
+        layer = TAGConv(16, 64, K=2)
+        return layer, layer.bias, {}
+    if name == "sgc":
+        layer = SGConv(16, 64, K=2)
+        return layer, layer.lin.bias, {}
+    # max: the relation-wise path (mean and sum add the bias inside their plan)
+    layer = RGCNConv(16, 64, num_relations=3, aggr="max")
+    types = torch.randint(0, 3, (20000,), generator=torch.Generator().manual_seed(1))
+    return layer, layer.bias, {"edge_type": types}
+
+
+@pytest.mark.parametrize("name", ["gcn", "tag", "sgc", "rgcn"])
+def test_planned_layers_add_their_bias_through_it_when_training(name):
     from gnnforge.graph import Graph
-    from gnnforge.nn import GCNConv
 
     generator = torch.Generator().manual_seed(0)
     graph = Graph(torch.randint(0, 5000, (20000,), generator=generator),
                   torch.randint(0, 5000, (20000,), generator=generator), num_nodes=5000)
-    layer = GCNConv(16, 64)
-    torch.nn.init.normal_(layer.bias)
+    layer, bias, extra = _planned_layer(name)
+    torch.nn.init.normal_(bias)
     x = torch.randn(5000, 16)
-    out = layer(graph, x)                                        # [5000, 64]: 1.2 MiB
+    out = layer(graph, x, **extra)                               # [5000, 64]: 1.2 MiB
     assert out.grad_fn.name() == "_AddBiasBackward"
     out.sum().backward()
-    torch.testing.assert_close(layer.bias.grad, torch.full((64,), 5000.0))
+    torch.testing.assert_close(bias.grad, torch.full((64,), 5000.0))
     with torch.no_grad():  # the in-place add of inference (its plan may differ: rounding)
-        torch.testing.assert_close(layer(graph, x), out.detach(), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(layer(graph, x, **extra), out.detach(), rtol=1e-4,
+                                   atol=1e-4)
