@@ -3,7 +3,8 @@
 Names: 'native' (the host's widest variant), 'native:VARIANT' (one instruction-set build,
 see `_native_build`), 'native:VARIANT/srcNMiB' (its copy_u sum/mean and the mean's
 gradient in passes over source ranges of N MiB: `_native.gspmm_source_blocked`, the same
-bits), 'numba' and 'mkl'
+bits), 'native:VARIANT/deep' (its copy_u sum/mean with the deep prefetch:
+`_native.gspmm_deep`, the same bits), 'numba' and 'mkl'
 (copy_u sum/mean through torch.sparse.mm). Every
 kernel here has the contract of `_cpu.gspmm_cpu` / `gsddmm_cpu` / `mean_grad_cpu` /
 `extreme_grad_cpu`. The native and MKL backends compute the calls they cover
@@ -40,6 +41,7 @@ GATHER = "gather_rows"  # the kernel class primitive of `fixed_gather`
 # one wins, if any, is measured on the real graph (`_trials`).
 _SOURCE_BLOCK_SHARES = (8, 4)
 _SOURCE_FORM = "/src"
+_DEEP_FORM = "/deep"
 
 
 def _variant(name: str) -> str | None:
@@ -107,6 +109,17 @@ def _source_blocked_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor 
     return _native_spmm(rowptr, col, eids, lhs, rhs, op, reduce, record_args, variant)
 
 
+def _deep_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
+               rhs: Tensor | None, op: str, reduce: str, record_args: bool = True,
+               variant: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """The native copy sum/mean with the deep prefetch where it covers the call, else the
+    variant's own g-SpMM."""
+    if _native.source_blocks_cover(op, reduce) and _native.spmm_covered(lhs, rhs, op, reduce):
+        out = _native.gspmm_deep(rowptr, col, lhs, reduce, variant)
+        return out, torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64)
+    return _native_spmm(rowptr, col, eids, lhs, rhs, op, reduce, record_args, variant)
+
+
 def _mkl_spmm(rowptr: Tensor, col: Tensor, eids: Tensor, lhs: Tensor | None,
               rhs: Tensor | None, op: str, reduce: str,
               record_args: bool = True) -> tuple[Tensor, Tensor, Tensor]:
@@ -123,6 +136,8 @@ def fixed_spmm(name: str) -> Callable:
         return gspmm_cpu
     if name == "mkl":
         return _mkl_spmm
+    if name.endswith(_DEEP_FORM) and name.startswith("native"):
+        return functools.partial(_deep_spmm, variant=_variant(name.removesuffix(_DEEP_FORM)))
     base, block_bytes = _source_form(name)
     if block_bytes is not None:
         return functools.partial(_source_blocked_spmm, variant=_variant(base),
@@ -223,14 +238,16 @@ def candidates(kernel_class: KernelClass) -> list[str]:
 def forms(kernel_class: KernelClass, name: str) -> list[str]:
     """The other ways to compute native backend `name`'s bits for `kernel_class`: for copy_u
     sum and mean and the mean's gradient, its base and the base's source-blocked forms
-    (`source_block_forms`), without `name` itself; [] for other classes and backends.
+    (`source_block_forms`), and for copy_u sum and mean the base's deep prefetch
+    ('/deep'), without `name` itself; [] for other classes and backends.
 
     The trials time them on each real graph (`_trials.contenders`); the calibration does
     not: its graph has two in-edges a row, so few gathers share a source range and a form
     ties its base there, and a tie would flip the recorded choice (and with it the
     planner's fingerprint, `plan._fingerprint`) between identical kernels.
     """
-    base, _ = _source_form(name)
+    base, _ = _source_form(name.removesuffix(_DEEP_FORM))
     if not base.startswith("native") or not _source_blocks_cover(kernel_class):
         return []
-    return [other for other in [base, *source_block_forms(base)] if other != name]
+    deep = [base + _DEEP_FORM] if kernel_class.primitive == "copy_lhs" else []
+    return [other for other in [base, *source_block_forms(base), *deep] if other != name]

@@ -13,6 +13,7 @@ computed in float32 and rounded once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -20,7 +21,7 @@ from torch import Tensor
 from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._native_build import load
 
-__all__ = ["available", "extreme_grad_native", "gspmm_native", "gspmm_source_blocked",
+__all__ = ["available", "extreme_grad_native", "gspmm_deep", "gspmm_native", "gspmm_source_blocked",
            "mean_grad_native", "source_blocks_cover", "spmm_covered", "supports"]
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
@@ -147,17 +148,37 @@ def gspmm_source_blocked(rowptr: Tensor, col: Tensor, lhs: Tensor, reduce: str,
     Each row's in-edges are still added in their stored order, so the bits are those of
     the one-pass kernel.
     """
-    x = lhs if lhs.dim() == 2 and lhs.dtype in _DTYPE_CODES and lhs.is_contiguous() \
-        else _rows(lhs)
-    rows, width = rowptr.shape[0] - 1, x.shape[1]
-    out = _empty(rows, width, x.dtype)
-    row_bytes = max(1, width * x.element_size())
-    block_rows = max(1, block_bytes // row_bytes)
-    if rows and width:
+    def run(x: Tensor, out: Tensor) -> None:
+        block_rows = max(1, block_bytes // max(1, x.shape[1] * x.element_size()))
         load(variant).gf_spmm_sum_blocked(
             _DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64, rowptr.data_ptr(),
-            col.data_ptr(), x.data_ptr(), out.data_ptr(), rows, width, int(reduce == "mean"),
-            _threads(col.shape[0] * width), x.shape[0], block_rows)
+            col.data_ptr(), x.data_ptr(), out.data_ptr(), out.shape[0], x.shape[1],
+            int(reduce == "mean"), _threads(col.shape[0] * x.shape[1]), x.shape[0], block_rows)
+    return _copy_sum(lhs, rowptr.shape[0] - 1, run)
+
+
+def gspmm_deep(rowptr: Tensor, col: Tensor, lhs: Tensor, reduce: str,
+               variant: str | None = None) -> Tensor:
+    """copy_u sum (mean) over `lhs` with the deep prefetch: rows twice as many in-edges
+    ahead and into L2 (`gf_spmm_sum_deep`). The output of `gspmm_native` with the same bits
+    (the same adds in the same order); faster where `lhs` is far past the last-level cache,
+    slower where the cache holds it, so the trials time it per graph (docs/kernels.md)."""
+    def run(x: Tensor, out: Tensor) -> None:
+        load(variant).gf_spmm_sum_deep(
+            _DTYPE_CODES[x.dtype], rowptr.dtype == torch.int64, rowptr.data_ptr(),
+            col.data_ptr(), x.data_ptr(), out.data_ptr(), out.shape[0], x.shape[1],
+            int(reduce == "mean"), _threads(col.shape[0] * x.shape[1]))
+    return _copy_sum(lhs, rowptr.shape[0] - 1, run)
+
+
+def _copy_sum(lhs: Tensor, rows: int, run: Callable[[Tensor, Tensor], None]) -> Tensor:
+    """[rows, *lhs.shape[1:]] in lhs's dtype from `run(x, out)`, which fills out [rows, F]
+    from x, lhs as 2-D contiguous float32/64 rows (not called when rows or F is 0)."""
+    x = lhs if lhs.dim() == 2 and lhs.dtype in _DTYPE_CODES and lhs.is_contiguous() \
+        else _rows(lhs)
+    out = _empty(rows, x.shape[1], x.dtype)
+    if rows and x.shape[1]:
+        run(x, out)
     if x is not lhs:
         out = out.reshape(rows, *lhs.shape[1:])
         if out.dtype != lhs.dtype:

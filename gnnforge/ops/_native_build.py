@@ -56,7 +56,7 @@ _reasons: dict[str, str] = {}
 # its functions here in one place. Argument codes: dtype 0 = float32, 1 = float64;
 # index64 0 = int32 indices, 1 = int64. The version is bumped with every change of a
 # prototype below and must equal gf_abi_version() in spmm.cpp.
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 _P, _I64, _I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 
@@ -68,6 +68,8 @@ PROTOTYPES: dict[str, tuple[list, object]] = {
     # dtype, index64, ptr, index, x, out, rows, width, mean, threads, num_src, block_rows
     "gf_spmm_sum_blocked": ([_I32, _I32, _P, _P, _P, _P, _I64, _I64, _I32, _I32, _I64, _I64],
                             None),
+    # dtype, index64, ptr, index, x, out, rows, width, mean, threads (the deep prefetch)
+    "gf_spmm_sum_deep": ([_I32, _I32, _P, _P, _P, _P, _I64, _I64, _I32, _I32], None),
     # dtype, index64, colptr, row, rowptr, grad, out, num_src, num_dst, width, threads,
     # block_rows (0: one pass)
     "gf_mean_grad": ([_I32, _I32, _P, _P, _P, _P, _P, _I64, _I64, _I64, _I32, _I64], None),

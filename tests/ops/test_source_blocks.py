@@ -158,11 +158,16 @@ def test_copy_sum_mean_and_mean_grad_classes_have_forms_and_others_do_not(monkey
                for reduce in ("sum", "mean") for size in (FITS, STREAMS)]
     covered.append(KernelClass("mean_grad", "-", "float64", "int64", 3, STREAMS))
     for kernel_class in covered:
-        assert _cpu_kernels.forms(kernel_class, _widest()) == forms
-        # a form brings its base and its sibling; another build brings its own forms
-        assert _cpu_kernels.forms(kernel_class, forms[1]) == [_widest(), forms[0]]
+        # the copy sum/mean also has the deep prefetch (test_deep_prefetch.py)
+        deep = [f"{_widest()}/deep"] if kernel_class.primitive == "copy_lhs" else []
+        assert _cpu_kernels.forms(kernel_class, _widest()) == forms + deep
+        # a form brings its base and its siblings; another build brings its own forms
+        assert _cpu_kernels.forms(kernel_class, forms[1]) == [_widest(), forms[0], *deep]
+        sse2_deep = ["native:sse2/deep"] if deep else []
         assert _cpu_kernels.forms(kernel_class, "native:sse2") == [
-            "native:sse2/src32MiB", "native:sse2/src64MiB"]
+            "native:sse2/src32MiB", "native:sse2/src64MiB", *sse2_deep]
+        if deep:
+            assert _cpu_kernels.forms(kernel_class, deep[0]) == [_widest(), *forms]
         for other in ("numba", "mkl"):
             assert _cpu_kernels.forms(kernel_class, other) == []
     for kernel_class in (KernelClass("copy_lhs", "max", "float32", "int32", 2, STREAMS),
@@ -178,7 +183,7 @@ def test_the_calibration_does_not_time_the_forms():
     for kernel_class in (KernelClass("copy_lhs", "sum", "float32", "int32", 2, STREAMS),
                          KernelClass("mean_grad", "-", "float32", "int32", 2, FITS)):
         names = _cpu_kernels.candidates(kernel_class)
-        assert _widest() in names and not any("/src" in name for name in names)
+        assert _widest() in names and not any("/" in name for name in names)
 
 
 def test_a_small_cache_still_gets_one_mib_ranges(monkeypatch):
@@ -237,6 +242,7 @@ def test_copy_sum_on_a_graph_larger_than_the_cache_times_the_forms_and_keeps_its
              for name in result["ms"]}
     for primitive in ("copy_lhs", "mean_grad"):
         assert (primitive, f"{_widest()}/src1MiB") in timed, timed
+    assert ("copy_lhs", f"{_widest()}/deep") in timed, timed
     with ops.use_backend(_widest(), index_dtype=torch.int32):
         one_pass = compute()
     for results in (first, again):

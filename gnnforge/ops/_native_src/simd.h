@@ -43,6 +43,11 @@ constexpr int kWideBytes = 32;
 #define GF_PREFETCH_DISTANCE 16
 #endif
 constexpr int kPrefetchDistance = GF_PREFETCH_DISTANCE;  // edges ahead
+// The copy sums' deep form (gf_spmm_sum_deep): rows twice as far ahead, into L2. For
+// sources far past the last-level cache (synthetic-products 2^21, F=64, one thread:
+// 28.0 -> 18.5-20.1 ns an edge) it keeps more misses in flight; for sources the cache holds
+// it is slower (2^18: 11.2-11.5 -> 14.1-14.4 ns), so the trials choose it per graph.
+constexpr int kDeepPrefetchDistance = 2 * GF_PREFETCH_DISTANCE;
 
 // Unaligned loads and stores through a vector type aligned to its element and allowed to
 // alias it: one vmovups (or a memory operand of the add) per vector. The memcpy these
@@ -137,10 +142,12 @@ void parallel_rows(const I* ptr, int64_t rows, int threads, Body body) {
   }
 }
 
-template <class T>
+// kDeep: into L2 (locality 2, not 3), for the deep prefetch of kDeepPrefetchDistance.
+template <class T, bool kDeep = false>
 inline void prefetch_row(const T* row, int64_t bytes) {
   const char* p = reinterpret_cast<const char*>(row);
-  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset, 0, 3);
+  for (int64_t offset = 0; offset < bytes; offset += 64)
+    __builtin_prefetch(p + offset, 0, kDeep ? 2 : 3);
 }
 
 }  // namespace gf

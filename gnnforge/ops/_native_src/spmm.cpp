@@ -55,7 +55,7 @@ constexpr int64_t kTileBytes = 16 * 1024;
 // block's own lane for that column, so the overlapped columns get the same bits twice;
 // the tail is stored last. It replaced a second, scalar pass over the row's in-edges
 // (sum_tail, kept for rows narrower than one vector).
-template <class T, class I, int NV, bool kW, int B, bool kTail = false>
+template <class T, class I, int NV, bool kW, int B, bool kTail = false, bool kDeep = false>
 inline __attribute__((always_inline)) void sum_block(
     const I* index, int64_t begin, int64_t end, const T* x, int64_t width, int64_t c0,
     T* out_row, bool accumulate, int64_t limit, T scale, bool streaming, const T* weight) {
@@ -63,9 +63,10 @@ inline __attribute__((always_inline)) void sum_block(
   constexpr int L = Vec<T, B>::size;
   constexpr int NA = NV + (kTail ? 1 : 0);           // accumulators: the block's, the tail
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
+  constexpr int distance = kDeep ? kDeepPrefetchDistance : kPrefetchDistance;
   const auto prefetch_ahead = [&](int64_t j) {
-    if (j + kPrefetchDistance < limit)
-      prefetch_row(x + static_cast<int64_t>(index[j + kPrefetchDistance]) * width, row_bytes);
+    if (j + distance < limit)
+      prefetch_row<T, kDeep>(x + static_cast<int64_t>(index[j + distance]) * width, row_bytes);
   };
   int64_t offset[NA];                                 // each accumulator's first column
   for (int k = 0; k < NV; ++k) offset[k] = c0 + k * L;
@@ -116,7 +117,7 @@ inline void sum_tail(const I* index, int64_t begin, int64_t end, const T* x, int
   for (int64_t c = 0; c < count; ++c) out_row[c0 + c] = acc[c] * scale;
 }
 
-template <class T, class I, bool kW, int B>
+template <class T, class I, bool kW, int B, bool kDeep = false>
 void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t width,
                T* out_row, bool accumulate, T scale, bool streaming, const T* weight,
                int64_t limit) {
@@ -132,7 +133,7 @@ void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t w
     const int64_t left = width - c0 - vectors * L;
     const bool tail = left > 0 && left < L;       // the last block takes the partial vector
     switch (vectors) {
-#define GF_BLOCK(n, t) sum_block<T, I, n, kW, B, t>(index, begin, end, x, width, c0, out_row, \
+#define GF_BLOCK(n, t) sum_block<T, I, n, kW, B, t, kDeep>(index, begin, end, x, width, c0, out_row, \
                                                     accumulate, limit, scale, streaming, weight)
 #define GF_CASE(n) case n: if (tail) GF_BLOCK(n, true); else GF_BLOCK(n, false); break;
       GF_CASE(1) GF_CASE(2) GF_CASE(3) GF_CASE(4) GF_CASE(5) GF_CASE(6) GF_CASE(7) GF_CASE(8)
@@ -158,7 +159,7 @@ void sum_edges(const I* index, int64_t begin, int64_t end, const T* x, int64_t w
 // than the prefetch distance was never prefetched). A shape that runs two rows'
 // in-edge loops interleaved was measured and not kept: 0.71-0.97x on R-MAT and
 // 0.94-1.07x on Pubmed against this one (docs/kernels.md).
-template <class T, class I, int NV, bool kW, int B>
+template <class T, class I, int NV, bool kW, int B, bool kDeep = false>
 void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t first,
                     int64_t last, bool mean, bool streaming, const T* weight) {
   constexpr int64_t width = NV * Vec<T, B>::size;
@@ -166,8 +167,8 @@ void sum_rows_exact(const I* ptr, const I* index, const T* x, T* out, int64_t fi
   for (int64_t v = first; v < last; ++v) {
     const int64_t begin = ptr[v], end = ptr[v + 1];
     const T scale = mean && end > begin ? T(1) / T(end - begin) : T(1);
-    sum_block<T, I, NV, kW, B>(index, begin, end, x, width, 0, out + v * width, false,
-                               chunk_end, scale, streaming, weight);
+    sum_block<T, I, NV, kW, B, false, kDeep>(index, begin, end, x, width, 0, out + v * width,
+                                             false, chunk_end, scale, streaming, weight);
   }
 }
 
@@ -197,7 +198,7 @@ void sum_rows_narrow(const I* ptr, const I* index, const T* x, T* out, int64_t f
 
 // out[v] = sum (mean) over entries j of row v of x[index[j]] (times weight[index[j]]), in
 // B-byte vectors.
-template <class T, class I, bool kW, int B>
+template <class T, class I, bool kW, int B, bool kDeep = false>
 void spmm_sum_vectors(const I* ptr, const I* index, const T* x, T* out, int64_t rows,
                       int64_t width, bool mean, int threads, const T* weight) {
   constexpr int L = Vec<T, B>::size;
@@ -219,7 +220,8 @@ void spmm_sum_vectors(const I* ptr, const I* index, const T* x, T* out, int64_t 
     }
     switch (exact) {
 #define GF_CASE(n) case n: if constexpr (max_vectors(B) >= n) { \
-                             sum_rows_exact<T, I, n, kW, B>(ptr, index, x, out, first, last, \
+                             sum_rows_exact<T, I, n, kW, B, kDeep>(ptr, index, x, out, first, \
+                                                                   last, \
                                                             mean, streaming, weight); \
                              if (streaming) stream_fence(); \
                              return; \
@@ -238,13 +240,13 @@ void spmm_sum_vectors(const I* ptr, const I* index, const T* x, T* out, int64_t 
       }
       const T scale = mean ? T(1) / T(end - begin) : T(1);
       if (!tiled) {
-        sum_edges<T, I, kW, B>(index, begin, end, x, width, out_row, false, scale, streaming,
-                               weight, end);
+        sum_edges<T, I, kW, B, kDeep>(index, begin, end, x, width, out_row, false, scale,
+                                      streaming, weight, end);
         continue;
       }
       for (int64_t j = begin; j < end; j += tile) {
         const int64_t stop = std::min(end, j + tile);
-        sum_edges<T, I, kW, B>(index, j, stop, x, width, out_row, j != begin,
+        sum_edges<T, I, kW, B, kDeep>(index, j, stop, x, width, out_row, j != begin,
                                stop == end ? scale : T(1), streaming && stop == end, weight,
                                end);
       }
@@ -265,14 +267,15 @@ inline bool wide_vectors(int64_t width) {
   return kWideBytes > 32 && width >= Vec<T, kWideBytes>::size;
 }
 
-template <class T, class I, bool kW = false>
+template <class T, class I, bool kW = false, bool kDeep = false>
 void spmm_sum(const I* ptr, const I* index, const T* x, T* out, int64_t rows, int64_t width,
               bool mean, int threads, const T* weight = nullptr) {
   if (wide_vectors<T>(width)) {
-    spmm_sum_vectors<T, I, kW, kWideBytes>(ptr, index, x, out, rows, width, mean, threads, weight);
+    spmm_sum_vectors<T, I, kW, kWideBytes, kDeep>(ptr, index, x, out, rows, width, mean,
+                                                  threads, weight);
     return;
   }
-  spmm_sum_vectors<T, I, kW, 32>(ptr, index, x, out, rows, width, mean, threads, weight);
+  spmm_sum_vectors<T, I, kW, 32, kDeep>(ptr, index, x, out, rows, width, mean, threads, weight);
 }
 
 // ------------------------------------------------------------------------- source blocks
@@ -620,7 +623,7 @@ void spmm_copy(const void* ptr, const void* index, const void* x, void* out, voi
 
 extern "C" {
 
-int gf_abi_version() { return 6; }
+int gf_abi_version() { return 7; }
 
 // reduce: 0 sum, 1 mean, 2 max, 3 min. dtype: 0 float32, 1 float64. index64: 0 int32
 // ptr/index, 1 int64. arg: [rows, width] winners in the index type, or null (max/min only).
@@ -631,6 +634,20 @@ void gf_spmm_copy(int dtype, int index64, const void* ptr, const void* index, co
   else if (dtype == 0) spmm_copy<float, int64_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
   else if (!index64) spmm_copy<double, int32_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
   else spmm_copy<double, int64_t>(ptr, index, x, out, arg, rows, width, reduce, threads);
+}
+
+// The copy_u sum (mean) of gf_spmm_copy with the deep prefetch (kDeepPrefetchDistance
+// edges ahead, into L2): the same adds in the same order, so the same bits.
+void gf_spmm_sum_deep(int dtype, int index64, const void* ptr, const void* index,
+                      const void* x, void* out, int64_t rows, int64_t width, int mean,
+                      int threads) {
+#define GF_ARGS(T, I) static_cast<const I*>(ptr), static_cast<const I*>(index), \
+    static_cast<const T*>(x), static_cast<T*>(out), rows, width, mean != 0, threads
+  if (dtype == 0 && !index64) spmm_sum<float, int32_t, false, true>(GF_ARGS(float, int32_t));
+  else if (dtype == 0) spmm_sum<float, int64_t, false, true>(GF_ARGS(float, int64_t));
+  else if (!index64) spmm_sum<double, int32_t, false, true>(GF_ARGS(double, int32_t));
+  else spmm_sum<double, int64_t, false, true>(GF_ARGS(double, int64_t));
+#undef GF_ARGS
 }
 
 // The copy_u sum (mean) of gf_spmm_copy with the sources in ranges of block_rows rows, one
