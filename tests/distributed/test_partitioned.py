@@ -88,6 +88,13 @@ def test_damaged_files_are_named(tmp_path):
         load_partition(root, 0)
 
 
+def _assert_every_rank_finished(results) -> None:
+    """Every spawned rank returned a value, or the first failure's error (or exit) is named."""
+    for result in results:
+        assert result.error is None and result.value is not None, \
+            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+
+
 def _options(directory, out_dir, **extra):
     base = dict(task="node", mode="sampled", fanouts=[5, 5], batch_size=64, epochs=2,
                 hidden=16, layers=2, lr=0.01, dropout=0.0, progress=False,
@@ -125,9 +132,7 @@ def test_four_processes_on_parts_equal_one_process_on_the_graph(tmp_path, prefet
                        async_exchange=async_exchange)
     results = spawn(_train_partitioned, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
                     collective_timeout_s=120)
-    for result in results:
-        assert result.error is None and result.value is not None, \
-            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+    _assert_every_rank_finished(results)
     reference = _single_process_reference(tmp_path / "single")
     for result in results:
         _, params, report = result.value
@@ -146,9 +151,7 @@ def test_input_dropout_applies_to_the_exchanged_rows_on_every_rank(tmp_path):
     options = _options(tmp_path / "parts", tmp_path / "coop", input_dropout=0.5)
     results = spawn(_train_partitioned, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
                     collective_timeout_s=120)
-    for result in results:
-        assert result.error is None and result.value is not None, \
-            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+    _assert_every_rank_finished(results)
     first = results[0].value[1]
     for result in results[1:]:
         for name, value in first.items():
@@ -203,9 +206,7 @@ def test_independent_processes_train_in_lock_step(tmp_path):
     options = _options(tmp_path / "parts", tmp_path / "ind", distributed="independent")
     results = spawn(_independent, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
                     collective_timeout_s=120)
-    for result in results:
-        assert result.error is None and result.value is not None, \
-            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+    _assert_every_rank_finished(results)
     assert len({r.value[0] for r in results}) == 1  # evaluated together: one number
     first = results[0].value[1]
     for result in results[1:]:  # gradients summed: every process applied the same update
@@ -263,9 +264,8 @@ def _local_groups(rank, world_size):
 
 def test_local_cooperation_groups_stay_inside_a_node():
     results = spawn(_local_groups, 4, timeout_s=SPAWN_TIMEOUT_S, collective_timeout_s=60)
+    _assert_every_rank_finished(results)
     for result in results:
-        assert result.error is None and result.value is not None, \
-            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
         index, count, rank, size, got = result.value
         assert (index, count, rank, size) == (result.rank // 2, 2, result.rank % 2, 2)
         node = [2 * index, 2 * index + 1]  # only the node's two processes answered
@@ -282,9 +282,7 @@ def test_local_cooperation_trains_in_lock_step(tmp_path):
     options = _options(tmp_path / "parts", tmp_path / "local", cooperate="local", epochs=1)
     results = spawn(_train_on_two_nodes, 4, args=(options,), timeout_s=SPAWN_TIMEOUT_S,
                     collective_timeout_s=120)
-    for result in results:
-        assert result.error is None and result.value is not None, \
-            result.error or f"rank {result.rank} timed out or died (exit {result.exitcode})"
+    _assert_every_rank_finished(results)
     first = results[0].value[1]
     for result in results[1:]:  # the two nodes trained on different batches, one update
         for name, value in first.items():
