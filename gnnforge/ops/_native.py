@@ -21,8 +21,9 @@ from torch import Tensor
 from gnnforge.ops._buffers import pooled_empty
 from gnnforge.ops._native_build import load
 
-__all__ = ["available", "extreme_grad_native", "gspmm_deep", "gspmm_native", "gspmm_source_blocked",
-           "mean_grad_native", "source_blocks_cover", "spmm_covered", "supports"]
+__all__ = ["available", "extreme_grad_native", "gspmm_deep", "gspmm_native",
+           "gspmm_source_blocked", "mean_grad_native", "source_blocks_cover", "spmm_covered",
+           "supports"]
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1}
 _REDUCE_CODES = {"sum": 0, "mean": 1, "max": 2, "min": 3}
