@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import os
 import warnings
+from collections.abc import Mapping
 from types import ModuleType
 
 import torch
@@ -83,22 +84,29 @@ class DglSAGE(nn.Module):
 
     PyG's names (gnnforge uses them): lin_l (neighbour mean, with the bias), lin_r (self).
     DGL's: fc_neigh (no bias), fc_self (with the bias); the sums are the same.
+    `reference`: the model, or its state_dict with `dropout` (GraphBolt's child, which
+    cannot import gnnforge, gets the weights as arrays).
     """
 
-    def __init__(self, reference: nn.Module) -> None:
+    def __init__(self, reference: nn.Module | Mapping[str, torch.Tensor],
+                 dropout: float | None = None) -> None:
         super().__init__()
         from dgl.nn import SAGEConv
 
+        state = reference if isinstance(reference, Mapping) else reference.state_dict()
+        layers = sorted({int(key.split(".")[1]) for key in state if key.startswith("convs.")})
         self.convs = nn.ModuleList()
-        for source in reference.convs:
-            width_out, width_in = source.lin_l.weight.shape
+        for i in layers:
+            weight_l, weight_r = state[f"convs.{i}.lin_l.weight"], state[f"convs.{i}.lin_r.weight"]
+            width_out, width_in = weight_l.shape
             conv = SAGEConv(width_in, width_out, aggregator_type="mean")
             with torch.no_grad():
-                conv.fc_neigh.weight.copy_(source.lin_l.weight)
-                conv.fc_self.weight.copy_(source.lin_r.weight)
-                conv.fc_self.bias.copy_(source.lin_l.bias)
+                conv.fc_neigh.weight.copy_(torch.as_tensor(weight_l))
+                conv.fc_self.weight.copy_(torch.as_tensor(weight_r))
+                conv.fc_self.bias.copy_(torch.as_tensor(state[f"convs.{i}.lin_l.bias"]))
             self.convs.append(conv)
-        self.dropout = getattr(reference, "dropout", 0.0)  # nn.Dropout in DGL's example
+        # nn.Dropout in DGL's example
+        self.dropout = getattr(reference, "dropout", 0.0) if dropout is None else dropout
 
     def forward(self, blocks, x):
         last = len(self.convs) - 1

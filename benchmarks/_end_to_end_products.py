@@ -21,6 +21,12 @@ getrusage's ru_maxrss would start at the parent's RSS) is its own:
             dgl.dataloading.DataLoader (shuffled, no workers), dgl.nn.SAGEConv('mean').
   PyG       NeighborLoader over Data(x, y, edge_index) (PyG needs the [2, E] int64 COO),
             PyG's SAGEConv; needs pyg-lib or torch-sparse, else its row says so.
+  GraphBolt DGL's newer pipeline (examples/sampling/graphbolt/node_classification.py):
+            fused_csc_sampling_graph over the mapped CSR, ItemSampler + sample_neighbor +
+            fetch_feature + gb.DataLoader, the DGL side's model. DGL 2.1's GraphBolt has
+            libraries for torch <= 2.2.1 only, so it runs in its own venv
+            (`--graphbolt-python`; benchmarks/_end_to_end_graphbolt.py), its row naming
+            its torch; without one its row says why it was skipped.
 
 Time per step: the mean over the timed steps after WARMUP_STEPS untimed ones, sampling,
 feature gathering and the optimiser step included. Accuracy: after the fixed steps, on
@@ -35,22 +41,24 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gnnforge.train._resources import peak_rss_mib
+from _torch_free import peak_rss_mib
 
 FANOUTS = [15, 10, 5]
 BATCH = 1024
 HIDDEN = 256
 WARMUP_STEPS = 3
 EVAL_NODES = 4096
-SIDES = ("gnnforge", "DGL", "PyG")
+SIDES = ("gnnforge", "DGL", "PyG", "GraphBolt")  # GraphBolt: sampled SAGE only
 _RESULT = "PRODUCTS_RESULT "
 
 
@@ -120,11 +128,13 @@ def run_side(side: str, nodes: int, steps: int, models: dict[str, Any],
         from _end_to_end_dgl import DglSAGE
 
         seconds, (correct, total) = _dgl(models["dgl"], data, DglSAGE(ours), steps, test)
-    else:
+    elif side == "PyG":
         theirs = models["PygSAGE"](data.x.shape[1], HIDDEN, classes, dropout)
         theirs.load_state_dict(ours.state_dict())
         seconds, (correct, total) = _pyg(data, theirs, steps, test,
                                          models["pyg_loader_forward"])
+    else:  # GraphBolt runs on another torch: benchmarks/_end_to_end_graphbolt.py
+        raise ValueError(f"run_side runs gnnforge, DGL or PyG, not {side!r}")
     return {"side": side, "ms_per_step": seconds * 1e3, "seeds_per_s": BATCH / seconds,
             "work": work,
             "peak_rss_mib": peak_rss_mib(), "baseline_rss_mib": baseline,
@@ -246,25 +256,48 @@ def allocator_settings(args) -> list[tuple[str, dict[str, str]]]:
     return settings
 
 
-def products_rows(script: str, args, skipped: dict[str, str]) -> None:
+def products_rows(script: str, args, skipped: dict[str, str],
+                  models: dict[str, Any]) -> None:
     """One row per side (and allocator setting), each measured by
-    `script --products-side SIDE` in a child.
+    `script --products-side SIDE` in a child (GraphBolt's: `_end_to_end_graphbolt.py` on
+    `args.graphbolt`, its interpreter).
 
-    skipped: side -> why it cannot run here (a cell instead of a child)."""
+    skipped: side -> why it cannot run here (a cell instead of a child); models:
+    end_to_end's, OurSAGE for the GraphBolt child's initial weights."""
     from gnnforge.data import load_synthetic_products
 
     data = load_synthetic_products(args.products_nodes, prefetch=False)  # generated once
+    sides = [side for side in SIDES if side in args.products_sides
+             and not (args.products_gcn and side == "GraphBolt")]
     if args.products_gcn:
         from _end_to_end_products_gcn import gcn_header, gcn_row
 
         header, row, cells = gcn_header(data, args), gcn_row, 7
     else:
         header, row, cells = _sage_header(data, args), _sage_row, 6
-    del data
-    print(header, flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        if "GraphBolt" in sides and "GraphBolt" not in skipped:
+            args.graphbolt_inputs = _graphbolt_inputs(data, models, Path(folder))
+        del data
+        print(header, flush=True)
+        _print_rows(script, args, skipped, sides, row, cells)
+
+
+def _graphbolt_inputs(data, models: dict[str, Any], folder: Path) -> tuple[Path, Path]:
+    """(the dataset's folder, the initial weights' file) for the GraphBolt child."""
+    from _end_to_end_graphbolt import write_weights
+
+    torch.manual_seed(0)  # every side's start: gnnforge's OurSAGE at seed 0
+    model = models["OurSAGE"](data.x.shape[1], HIDDEN, int(data.meta["spec"]["num_classes"]))
+    write_weights(folder / "weights.npz", model)
+    return data.folder, folder / "weights.npz"
+
+
+def _print_rows(script: str, args, skipped: dict[str, str], sides: list[str], row,
+                cells: int) -> None:
     dropouts = [0.0] if args.products_gcn else args.products_dropout
     for dropout, (suffix, environment) in itertools.product(dropouts, allocator_settings(args)):
-        for side in SIDES:
+        for side in sides:
             label = side + (" (no dropout)" if dropout == 0.0 and not args.products_gcn
                             else "") + suffix
             if side in skipped:
@@ -277,16 +310,25 @@ def products_rows(script: str, args, skipped: dict[str, str]) -> None:
                       flush=True)
                 continue
             result["side"] = label
-            print(row(result, skipped.get("note " + side, "")), flush=True)
+            note = skipped.get("note " + side, "")
+            if "torch" in result:  # GraphBolt's child: not the other sides' torch
+                note = f"torch {result['torch']} (the other sides {torch.__version__})"
+            print(row(result, note), flush=True)
 
 
 def _child_result(script: str, args, side: str, environment: dict[str, str],
                   dropout: float) -> dict[str, Any] | str:
     """The side's result from its own child process, or why it failed."""
-    command = [sys.executable, script, "--products-side", side, "--products-nodes",
-               str(args.products_nodes), "--products-steps", str(args.products_steps),
-               "--threads", str(args.threads), "--products-dropout", str(dropout)]
-    command += ["--products-gcn"] if args.products_gcn else []
+    if side == "GraphBolt":
+        from _end_to_end_graphbolt import graphbolt_command
+
+        command = graphbolt_command(args.graphbolt, *args.graphbolt_inputs,
+                                    args.products_steps, args.threads, dropout)
+    else:
+        command = [sys.executable, script, "--products-side", side, "--products-nodes",
+                   str(args.products_nodes), "--products-steps", str(args.products_steps),
+                   "--threads", str(args.threads), "--products-dropout", str(dropout)]
+        command += ["--products-gcn"] if args.products_gcn else []
     child = subprocess.run(command, capture_output=True, text=True,
                            env={**os.environ, **environment})
     lines = [line for line in child.stdout.splitlines() if line.startswith(_RESULT)]
@@ -317,4 +359,5 @@ def _dropout_words(dropouts: list[float]) -> str:
 def _sage_row(result: dict[str, Any], note: str) -> str:
     return (f"| {result['side']} | {result['ms_per_step']:.1f} | {result['seeds_per_s']:,.0f} | "
             f"{result['peak_rss_mib']:,.0f} | {result['baseline_rss_mib']:,.0f} | "
-            f"{result['accuracy']:.3f} | {result['eval_nodes']} test nodes |")
+            f"{result['accuracy']:.3f} | {result['eval_nodes']} test nodes"
+            + (f"; {note}" if note else "") + " |")

@@ -42,6 +42,9 @@ gnnforge vs DGL vs PyG NeighborLoader, each side in its own child process for it
 RSS (benchmarks/_end_to_end_products.py says how each is set up); --products-sides picks
 the sides (PyG's NeighborLoader on torch-sparse runs every layer on the whole sampled
 subgraph: a step takes tens of seconds, so the long runs leave it to a short one).
+DGL's GraphBolt pipeline is a fourth side there when an interpreter with a working GraphBolt
+is found (--graphbolt-python; DGL 2.1's has libraries for torch <= 2.2.1 only,
+benchmarks/_end_to_end_graphbolt.py).
 --products --products-gcn: full-graph GCN 2x256 there instead, a training step and
 inference (benchmarks/_end_to_end_products_gcn.py).
 
@@ -55,6 +58,7 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib.util
+import os
 import statistics
 import sys
 import time
@@ -868,10 +872,24 @@ def products(args) -> int:
         skipped["PyG"] = "skipped: NeighborLoader needs pyg-lib or torch-sparse"
     elif "PyG" in args.products_sides:
         print(f"PyG NeighborLoader: {pyg_sampler_words()}")
-    for side in set(SIDES) - set(args.products_sides):
-        skipped[side] = "not in this run (--products-sides)"
-    products_rows(str(Path(__file__).resolve()), args, skipped)
+    if not args.products_gcn and "GraphBolt" in args.products_sides:
+        _graphbolt_side(args, skipped)
+    left_out = [side for side in SIDES if side not in args.products_sides]
+    if left_out:
+        print(f"not in this run (--products-sides): {', '.join(left_out)}")
+    products_rows(str(Path(__file__).resolve()), args, skipped, models)
     return 0
+
+
+def _graphbolt_side(args, skipped: dict[str, str]) -> None:
+    """args.graphbolt: the GraphBolt child's interpreter, or skipped["GraphBolt"]: why not."""
+    from _end_to_end_graphbolt import graphbolt_python
+
+    args.graphbolt, reason = graphbolt_python(args.graphbolt_python)
+    if reason is None:
+        print(f"GraphBolt: {args.graphbolt}")
+    else:
+        skipped["GraphBolt"] = reason
 
 
 def _sides(text: str) -> list[str]:
@@ -925,8 +943,14 @@ def main() -> int:
                              "for reuse (GLIBC_TUNABLES mmap_max=0, a 16 GiB trim "
                              "threshold), as a tuned allocator would")
     parser.add_argument("--products-sides", type=_sides, default=list(SIDES),
-                        help="--products: the sides to run, a comma list (default all three; "
-                             "a PyG NeighborLoader step takes tens of seconds here)")
+                        help="--products: the sides to run, a comma list (default all; a "
+                             "PyG NeighborLoader step takes tens of seconds here)")
+    parser.add_argument("--graphbolt-python", metavar="PATH",
+                        default=os.environ.get("GNNFORGE_GRAPHBOLT_PYTHON"),
+                        help="--products: the interpreter of a venv whose DGL GraphBolt "
+                             "works (DGL 2.1: torch <= 2.2.1; benchmarks/graphbolt_venv.sh "
+                             "makes one); default: $GNNFORGE_GRAPHBOLT_PYTHON, else this "
+                             "one when its GraphBolt works")
     parser.add_argument("--products-side", choices=SIDES,
                         help=argparse.SUPPRESS)  # the child process of --products
     args = parser.parse_args()

@@ -190,9 +190,12 @@ def test_products_side_trains_the_fixed_steps_and_reports_its_resources():
 
 
 def _end_to_end(*flags: str) -> subprocess.CompletedProcess:
+    """The script in a child; a GraphBolt venv only where a test passes --graphbolt-python."""
+    env = {name: value for name, value in os.environ.items()
+           if name != "GNNFORGE_GRAPHBOLT_PYTHON"}
     return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "end_to_end.py"), *flags],
                           capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**env, "PYTHONPATH": str(ROOT)})
 
 
 def _tiny_products(*flags: str) -> tuple[str, list[tuple[str, str]]]:
@@ -209,19 +212,18 @@ def _tiny_products(*flags: str) -> tuple[str, list[tuple[str, str]]]:
 def test_products_mode_prints_a_row_per_side_and_dropout():
     stdout, lines = _tiny_products("--products-dropout", "0.5,0")
     rows = dict(lines)
-    sides = ("gnnforge", "DGL", "PyG")
+    sides = ("gnnforge", "DGL", "PyG", "GraphBolt")
     assert set(rows) == {*sides, *(f"{side} (no dropout)" for side in sides)}
     assert "dropout after each hidden ReLU: 0.5 and none" in stdout
     assert "failed" not in stdout
     assert float(rows["gnnforge"].split(" | ")[1]) > 0
 
 
-def test_products_sides_left_out_get_a_row_that_says_so():
-    _, lines = _tiny_products("--products-sides", "gnnforge")
+def test_products_sides_left_out_get_no_row_and_the_header_names_them():
+    stdout, lines = _tiny_products("--products-sides", "gnnforge")
     rows = {label: line.split(" | ")[1] for label, line in lines}
-    assert set(rows) == {"gnnforge", "DGL", "PyG"}
-    assert float(rows["gnnforge"]) > 0
-    assert rows["DGL"] == rows["PyG"] == "not in this run (--products-sides)"
+    assert set(rows) == {"gnnforge"} and float(rows["gnnforge"]) > 0
+    assert "not in this run (--products-sides): DGL, PyG, GraphBolt" in stdout
 
 
 def test_products_sides_must_be_known():
@@ -262,7 +264,83 @@ def test_keep_freed_memory_runs_every_side_again_under_the_glibc_tunables():
     assert plain == [("", {})]
     assert both == [("", {}), (f" ({KEEP_FREED_LABEL})", {"GLIBC_TUNABLES": KEEP_FREED})]
     stdout, rows = _tiny_products("--keep-freed-memory")
-    sides = ["gnnforge", "DGL", "PyG"]
+    sides = ["gnnforge", "DGL", "PyG", "GraphBolt"]
     assert [label for label, _ in rows] == sides + [f"{side} ({KEEP_FREED_LABEL})"
                                                     for side in sides]
     assert "failed" not in stdout
+
+
+def test_graphbolt_is_skipped_with_the_reason_where_it_cannot_run():
+    """Without a GraphBolt that has its operators (DGL 2.1 has none for torch 2.13) the
+    side's row says why; the GCN table has no GraphBolt row (a sampling pipeline)."""
+    load_script("end_to_end")
+    from _end_to_end_graphbolt import graphbolt_python
+
+    python, reason = graphbolt_python(None)
+    if python is not None:
+        pytest.skip(f"GraphBolt works in {python}")
+    assert reason.startswith("skipped: ") and (sys.executable in reason
+                                               or "no library for torch" in reason)
+    assert graphbolt_python("/nonexistent/python") == (
+        None, "skipped: /nonexistent/python does not run ([Errno 2] No such file or directory: "
+              "'/nonexistent/python')")
+    _, lines = _tiny_products("--products-sides", "GraphBolt")
+    assert {label: line.split(" | ")[1] for label, line in lines} == {"GraphBolt": reason}
+
+
+def test_graphbolt_gets_the_other_sides_initial_weights_as_arrays(tmp_path):
+    """write_weights: the state_dict's arrays, which DglSAGE takes (GraphBolt's child has
+    no gnnforge to build OurSAGE with), equal to DglSAGE from the model where DGL runs."""
+    import numpy as np
+
+    script = load_script("end_to_end")
+    from _end_to_end_graphbolt import write_weights
+
+    torch.manual_seed(0)
+    ours = script.OurSAGE(8, 16, 4)
+    write_weights(tmp_path / "w.npz", ours)
+    state = {name: torch.from_numpy(value) for name, value in np.load(tmp_path / "w.npz").items()}
+    assert state.keys() == ours.state_dict().keys()
+    for name, value in ours.state_dict().items():
+        assert torch.equal(state[name], value)
+    if script.dgl_reason() is None:
+        from _end_to_end_dgl import DglSAGE
+
+        from_model, from_state = DglSAGE(ours), DglSAGE(state, 0.5)
+        assert from_state.dropout == 0.5 and from_model.dropout == 0.0
+        for a, b in zip(from_model.state_dict().values(), from_state.state_dict().values()):
+            assert torch.equal(a, b)
+
+
+def test_graphbolt_side_trains_the_fixed_steps_where_a_graphbolt_venv_is_named(tmp_path):
+    """GNNFORGE_GRAPHBOLT_PYTHON (a benchmarks/graphbolt_venv.sh venv): its child trains the
+    fixed steps from the shared weights on a small synthetic-products and reports as the
+    other sides do, with its torch."""
+    python = os.environ.get("GNNFORGE_GRAPHBOLT_PYTHON")
+    if python is None:
+        pytest.skip("GNNFORGE_GRAPHBOLT_PYTHON names no GraphBolt venv")
+    import json
+
+    script = load_script("end_to_end")
+    from _end_to_end_graphbolt import graphbolt_command, graphbolt_python, write_weights
+
+    from gnnforge.data import load_synthetic_products
+
+    assert graphbolt_python(python) == (python, None)
+    data = load_synthetic_products(2048, progress=False)
+    torch.manual_seed(0)
+    write_weights(tmp_path / "w.npz", script.OurSAGE(100, 256, 47))
+    command = graphbolt_command(python, data.folder, tmp_path / "w.npz", 2, 1, 0.5)
+    out = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.splitlines()[-1].split(" ", 1)[1])
+    assert result["side"] == "GraphBolt" and result["nodes"] == 2048
+    assert result["ms_per_step"] > 0 and result["peak_rss_mib"] >= result["baseline_rss_mib"]
+    assert 0 <= result["accuracy"] <= 1 and result["eval_nodes"] > 0
+    assert result["torch"] != torch.__version__
+    stdout, lines = _tiny_products("--products-sides", "gnnforge,GraphBolt",
+                                   "--graphbolt-python", python)
+    rows = {label: line.split(" | ") for label, line in lines}
+    assert set(rows) == {"gnnforge", "GraphBolt"} and "failed" not in stdout
+    assert float(rows["GraphBolt"][1]) > 0
+    assert f"torch {result['torch']} (the other sides {torch.__version__})" in rows["GraphBolt"][-1]
