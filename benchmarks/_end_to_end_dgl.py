@@ -101,9 +101,9 @@ class DglSAGE(nn.Module):
             width_out, width_in = weight_l.shape
             conv = SAGEConv(width_in, width_out, aggregator_type="mean")
             with torch.no_grad():
-                conv.fc_neigh.weight.copy_(torch.as_tensor(weight_l))
-                conv.fc_self.weight.copy_(torch.as_tensor(weight_r))
-                conv.fc_self.bias.copy_(torch.as_tensor(state[f"convs.{i}.lin_l.bias"]))
+                conv.fc_neigh.weight.copy_(weight_l)
+                conv.fc_self.weight.copy_(weight_r)
+                conv.fc_self.bias.copy_(state[f"convs.{i}.lin_l.bias"])
             self.convs.append(conv)
         # nn.Dropout in DGL's example
         self.dropout = getattr(reference, "dropout", 0.0) if dropout is None else dropout

@@ -951,8 +951,9 @@ def main() -> int:
                              "works (DGL 2.1: torch <= 2.2.1; benchmarks/graphbolt_venv.sh "
                              "makes one); default: $GNNFORGE_GRAPHBOLT_PYTHON, else this "
                              "one when its GraphBolt works")
-    parser.add_argument("--products-side", choices=SIDES,
-                        help=argparse.SUPPRESS)  # the child process of --products
+    # The child process of --products (GraphBolt's child is _end_to_end_graphbolt.py).
+    parser.add_argument("--products-side", choices=[s for s in SIDES if s != "GraphBolt"],
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     from gnnforge.train._cli import set_threads
 
