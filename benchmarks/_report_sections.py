@@ -75,6 +75,8 @@ SECTIONS: tuple[Section, ...] = (
             peer=True),
         Run("dense_product", "The layers' GEMMs: torch's library (MKL) vs oneDNN, and the "
             "recorded choice", ("benchmarks/dense_product.py",), on_page=False),
+        Run("sage_root", "SAGE's first layer on ungathered rows: one product over [aggr | "
+            "root] rows vs two (products-sized block)", ("benchmarks/sage_root.py",)),
         Run("oversubscription", "Kernels on a busy machine: OpenMP wait policy and threads",
             ("benchmarks/oversubscription.py",), on_page=False),
         Run("tuner_isa", "The tuner's sum/mean classes at F >= 32: SSE2 vs AVX2 (vs AVX-512) builds",

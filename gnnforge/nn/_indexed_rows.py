@@ -134,5 +134,5 @@ class TableSources:
         return self._cache["bipartite"].csc(index_dtype)
 
     def __repr__(self) -> str:
-        return (f"TableSources(num_src_nodes={self.num_src_nodes}, "
+        return (f"{type(self).__name__}(num_src_nodes={self.num_src_nodes}, "
                 f"num_dst_nodes={self.num_dst_nodes}, num_edges={self.num_edges})")

@@ -15,6 +15,7 @@ from gnnforge.nn._aggregate import (check_aggr, check_graph_input, check_node_in
 from gnnforge.nn._graph_structure import prepared_structure
 from gnnforge.nn._indexed_rows import IndexedRows, TableSources
 from gnnforge.nn._planned import AUTO
+from gnnforge.nn._rooted_sources import RootedTableSources
 from gnnforge.nn._sparse_features import SparseFeatures
 from gnnforge.plan._auto import run_plan
 from gnnforge.plan._execute import Structure
@@ -148,8 +149,16 @@ class SAGEConv(nn.Module):
         return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
 
     def _indexed_forward(self, graph: Any, x: IndexedRows) -> Tensor:
-        """Aggregate the table's rows over the graph's edges, then one sum of products."""
+        """Aggregate the table's rows over the graph's edges, then project: one product
+        over [aggr | root] rows where the layer has both (mean or sum, on the CPU)."""
         self._check_input_shape(graph, x)
+        if self.aggr != "max" and self.lin_r is not None and x.table.device.type == "cpu":
+            return self._joined_root_forward(graph, x)
+        return self._split_root_forward(graph, x)
+
+    def _split_root_forward(self, graph: Any, x: IndexedRows) -> Tensor:
+        """W_l · aggr(x_u) + b (+ W_r · x_v, the destinations' rows gathered): a sum of
+        products."""
         sources = TableSources(graph, x.index, x.table.shape[0])
         aggregated = reduce_neighbors(sources, x.table, self.aggr)          # [Nd, F_in]
         weight, bias = self.lin_l.weight, self.lin_l.bias
@@ -157,6 +166,19 @@ class SAGEConv(nn.Module):
         more = [] if self.lin_r is None else \
             [(x.head(graph.num_dst_nodes), self.lin_r.weight.t())]
         out = ops.dense_product_plus(start, aggregated, weight.t(), more)     # [Nd, F_out]
+        return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
+
+    def _joined_root_forward(self, graph: Any, x: IndexedRows) -> Tensor:
+        """One GEMM of [aggr(x_u) | x_v] against [W_l; W_r]: the operand is one reduction
+        over the block with each destination's own row beside its in-edges
+        (`RootedTableSources`)."""
+        sources = RootedTableSources(graph, x.index, x.table.shape[0])
+        joined = reduce_neighbors(sources, x.table, self.aggr)             # [2 Nd, F_in]
+        joined = joined.reshape(graph.num_dst_nodes, 2 * self.in_channels)
+        weight = torch.cat([self.lin_l.weight, self.lin_r.weight], 1).t()  # [2 F_in, F_out]
+        bias = self.lin_l.bias
+        start = bias.unsqueeze(0) if bias is not None else weight.new_zeros(1, weight.shape[1])
+        out = ops.dense_product_plus(start, joined, weight)                 # [Nd, F_out]
         return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
 
     def _check_input_shape(self, graph: Any, x: SparseFeatures | IndexedRows) -> None:
