@@ -49,7 +49,9 @@ class SAGEConv(nn.Module):
     x may be `IndexedRows(table, index)` (a sampled first layer's input rows, not
     gathered): the aggregation then reads the table's rows directly and only the
     destinations' rows are gathered, aggregate then project, as PyG does with
-    `table[index]`. With `project=True` the rows are gathered first.
+    `table[index]`. On the CPU a mean or sum layer with its root term makes both terms one
+    product over [aggr | root] rows, whose operand one reduction builds
+    (`RootedTableSources`). With `project=True` the rows are gathered first.
 
     Args:
         in_channels: input width F_in.
