@@ -19,6 +19,7 @@ Each row prints the largest difference between the two outputs.
 from __future__ import annotations
 
 import argparse
+import itertools
 import platform
 import sys
 import time
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
     methods = {"split": conv._split_root_forward, "joined": conv._joined_root_forward}
     for threads in (int(t) for t in args.threads.split(",")):
         torch.set_num_threads(threads)
-        turn = {name: iter(range(10**9)) for name in methods}
+        turn = {name: itertools.count() for name in methods}
 
         def call(name):
             return step(conv, methods[name], blocks[next(turn[name]) % len(blocks)], table,

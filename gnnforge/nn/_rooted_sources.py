@@ -61,9 +61,9 @@ class RootedTableSources(TableSources):
             rowptr, col, _ = self.graph.csr(index_dtype)
             rooted_rowptr = torch.empty(self.num_dst_nodes + 1, dtype=index_dtype)
             rooted_col = torch.empty(self.num_edges, dtype=index_dtype)
+            # the int64 index as it is: the kernel narrows each id it stores
             _interleave_roots(rowptr.contiguous().numpy(), col.contiguous().numpy(),
-                              self.index.to(index_dtype).numpy(), rooted_rowptr.numpy(),
-                              rooted_col.numpy())
+                              self.index.numpy(), rooted_rowptr.numpy(), rooted_col.numpy())
             order = torch.arange(self.num_edges, dtype=index_dtype)
             self._cache[key] = (rooted_rowptr, rooted_col, order)
         return self._cache[key]
