@@ -84,9 +84,13 @@ def graphbolt_command(python: str, folder: Path, weights: Path, steps: int, thre
 
 def _arrays(folder: Path) -> dict[str, np.ndarray]:
     """synthetic-products' files (gnnforge/data/_mapped_products.py writes them): the
-    structure and features memory-mapped copy-on-write, as gnnforge's loader maps them."""
+    structure and features read into memory, as gnnforge's loader reads them where they
+    fit (it advises huge pages; numpy's allocator does too for arrays of 4 MiB or more,
+    its default on Linux), the rest memory-mapped copy-on-write."""
     names = ("rowptr", "col", "x", "y", "train", "test")
-    return {name: np.load(folder / f"{name}.npy", mmap_mode="c") for name in names}
+    read = ("rowptr", "col", "x")
+    return {name: np.load(folder / f"{name}.npy", mmap_mode=None if name in read else "c")
+            for name in names}
 
 
 def run(folder: Path, weights: Path, steps: int, threads: int, dropout: float) -> dict:

@@ -11,10 +11,12 @@ gnnforge/data/_synthetic_products.py). Every side starts from the same weights (
 its peak RSS (the process's own high-water mark, `gnnforge.train._resources.peak_rss_mib`;
 getrusage's ru_maxrss would start at the parent's RSS) is its own:
 
-  gnnforge  the memory-mapped CSR as `InEdges` (int32, nothing copied), `NeighborSampler`,
-            `NodeSeeds`; layer 1 reads the mapped [N, 100] feature file through
-            `nn.IndexedRows` (aggregating straight from it, gathering only its
-            destinations' rows; `gnnforge train` gathers every input row instead).
+  gnnforge  the loader's CSR as `InEdges` (int32, read into memory in huge pages where
+            it fits, docs/data.md; every side gets these arrays but GraphBolt, which
+            reads the files the same way), `NeighborSampler`, `NodeSeeds`; layer 1 reads
+            the [N, 100] feature table through `nn.IndexedRows` (aggregating straight
+            from it, gathering only its destinations' rows; `gnnforge train` gathers
+            every input row instead).
   DGL       examples/pytorch/graphsage/node_classification.py: a CSC-only int64 DGL graph
             built from the CSR (DGL needs it in memory), x and y as ndata,
             NeighborSampler(fanouts, prefetch_node_feats, prefetch_labels) +
@@ -22,7 +24,7 @@ getrusage's ru_maxrss would start at the parent's RSS) is its own:
   PyG       NeighborLoader over Data(x, y, edge_index) (PyG needs the [2, E] int64 COO),
             PyG's SAGEConv; needs pyg-lib or torch-sparse, else its row says so.
   GraphBolt DGL's newer pipeline (examples/sampling/graphbolt/node_classification.py):
-            fused_csc_sampling_graph over the mapped CSR, ItemSampler + sample_neighbor +
+            fused_csc_sampling_graph over the CSR, ItemSampler + sample_neighbor +
             fetch_feature + gb.DataLoader, the DGL side's model. DGL 2.1's GraphBolt has
             libraries for torch <= 2.2.1 only, so it runs in its own venv
             (`--graphbolt-python`; benchmarks/_end_to_end_graphbolt.py), its row naming

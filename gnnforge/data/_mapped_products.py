@@ -1,9 +1,11 @@
-"""synthetic-products in the user cache: generated once, memory-mapped on every load.
+"""synthetic-products in the user cache: generated once, then read into memory or mapped.
 
 `load_synthetic_products(num_nodes, seed)` returns a `MappedProducts`: the CSR by
-destination (int32 `col`), the features and the labels as read-only memory maps of the
-files `generate_products` wrote, so loading costs no copy of the structure and sampling
-reads only the pages it touches. The folder is `cache_dir()/synthetic-products/
+destination (int32 `col`), the features and the labels from the files `generate_products`
+wrote. Where rowptr, col and x fit comfortably in memory they are read into it once,
+front to back, in transparent huge pages (`_in_memory.read_into_memory`; `prefetch`);
+where they do not they stay copy-on-write memory maps, so loading costs no copy of the
+structure and sampling reads only the pages it touches. The folder is `cache_dir()/synthetic-products/
 n{num_nodes}-seed{seed}`; a folder whose meta.json names another generator version or
 other parameters is regenerated. A generation writes into a temporary folder renamed into
 place after meta.json (the last file) is written, so an interrupted one is never taken
@@ -14,8 +16,8 @@ read scattered neighbour lists and 400-byte feature rows, and the kernel's defau
 readahead would read up to 128 KiB around each missed page, most of it never used, which
 matters once the files do not fit in memory (benchmarks/larger_than_memory.py measures
 it). `GNNFORGE_MMAP_ADVICE=normal` keeps the kernel's default. Without readahead a cold page
-cache costs one storage read per page touched, so where the files fit in memory a load
-first reads rowptr, col and x front to back (`_page_cache.warm_page_cache`; `prefetch`).
+cache costs one storage read per page touched, which is one more reason to read the files
+in where they fit.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import torch
 from torch import Tensor
 
 from gnnforge.data._errors import DataFormatError
-from gnnforge.data._page_cache import PageCacheWarmup, warm_page_cache
+from gnnforge.data._in_memory import Warmup, read_into_memory
 from gnnforge.data._paths import cache_dir
 from gnnforge.data._synthetic_products import (GENERATOR_VERSION, PRODUCTS_NODES, ProductsSpec,
                                                generate_products)
@@ -42,7 +44,7 @@ __all__ = ["MappedProducts", "generated_meta", "load_synthetic_products", "produ
 
 _ARRAYS = ("rowptr", "col", "x", "y", "train", "val", "test")
 _RANDOM_ACCESS = ("col", "x")             # read in scattered pieces by every minibatch
-_PREFETCHED = ("rowptr", "col", "x")      # the maps; the rest is copied at load anyway
+_IN_MEMORY = ("rowptr", "col", "x")       # read in where they fit; the rest is copied
 ADVICE_ENV = "GNNFORGE_MMAP_ADVICE"
 
 
@@ -51,16 +53,18 @@ class MappedProducts:
     """A synthetic-products graph backed by files.
 
     Attributes:
-        rowptr: [N + 1] int32 (int64 past 2**31 edges) memory map, CSR by destination.
-        col: [E] int32 memory map: source of each in-edge; rows sorted. The graph is
-            symmetric, so these are also the out-neighbours.
-        x: [N, F] float32 tensor over a copy-on-write memory map of x.npy.
+        rowptr: [N + 1] int32 (int64 past 2**31 edges), CSR by destination.
+        col: [E] int32: source of each in-edge; rows sorted. The graph is symmetric, so
+            these are also the out-neighbours.
+        x: [N, F] float32 tensor.
+            rowptr, col and x are in memory (huge pages) when `warmup` read them, else
+            copy-on-write memory maps of their files.
         y: [N] int64 labels (converted from the stored int16: 8 bytes per node).
         train, val, test: sorted int64 node ids.
         meta: meta.json (parameters, generator version, sizes, degree statistics).
         folder: where the files are.
-        warmup: whether the load read the maps' files into the page cache, and how long
-            it took (`load_synthetic_products`' `prefetch`).
+        warmup: whether the load read rowptr, col and x into memory, and how long it
+            took (`load_synthetic_products`' `prefetch`).
     """
 
     rowptr: np.ndarray
@@ -72,7 +76,7 @@ class MappedProducts:
     test: Tensor
     meta: dict[str, Any]
     folder: Path
-    warmup: PageCacheWarmup
+    warmup: Warmup
 
     @property
     def num_nodes(self) -> int:
@@ -103,10 +107,10 @@ def load_synthetic_products(num_nodes: int = PRODUCTS_NODES, seed: int = 0, *,
         seed: seed of every draw.
         progress: the generation's and the prefetch's progress bars (None: on a
             terminal only).
-        prefetch: read rowptr, col and x once, front to back, so that minibatches' scattered
-            reads of their maps hit the page cache: True always, False never, None
-            (default) when they take at most half of the memory this process may use
-            (MemAvailable and its cgroups' headroom). The result's `warmup` says which.
+        prefetch: read rowptr, col and x into memory (front to back, in huge pages) instead
+            of mapping them: True always, False never, None (default) when they take at
+            most half of the memory this process may use (MemAvailable and its cgroups'
+            headroom). The result's `warmup` says which.
 
     Raises:
         ValueError / TypeError: a bad `num_nodes` or `seed` (named).
@@ -176,11 +180,14 @@ def _open(folder: Path, prefetch: bool | None, progress: bool | None) -> MappedP
     # Copy-on-write maps: writable for torch.from_numpy, and nothing reaches the files.
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="c") for name in _ARRAYS}
     _check(folder, meta, arrays)
-    warmup = warm_page_cache([folder / f"{name}.npy" for name in _PREFETCHED],
-                             prefetch=prefetch, progress=progress)
-    advice = map_advice()
-    for name in _RANDOM_ACCESS:
-        _advise(arrays[name], advice)
+    advice = map_advice()  # checked whether or not the maps stay
+    read, warmup = read_into_memory([folder / f"{name}.npy" for name in _IN_MEMORY],
+                                    prefetch=prefetch, progress=progress)
+    if read is not None:
+        arrays.update(zip(_IN_MEMORY, read))
+    else:
+        for name in _RANDOM_ACCESS:
+            _advise(arrays[name], advice)
     return MappedProducts(
         rowptr=arrays["rowptr"], col=arrays["col"], x=torch.from_numpy(arrays["x"]),
         y=torch.from_numpy(np.asarray(arrays["y"], dtype=np.int64)),

@@ -17,8 +17,8 @@ there would wait for itself forever. So the weakref callback takes no lock: it m
 buffer to a queue (deque appends are atomic), and the next call that holds the lock
 drains the queue into the free list.
 
-New buffers get madvise(MADV_HUGEPAGE) before their first touch (`advise_huge`, through
-libc: the pool needs nothing from the native library, so it stays a leaf below it).
+New buffers get madvise(MADV_HUGEPAGE) before their first touch (`gnnforge._huge_pages`,
+through libc: the pool needs nothing from the native library, so it stays a leaf below it).
 Free buffers held by the pool are capped (`GNNFORGE_BUFFER_POOL_MIB`, default 1/8 of
 physical memory, at most 2 GiB; 0 disables the pool); `empty_cache()` drops them all.
 """
@@ -26,10 +26,7 @@ physical memory, at most 2 GiB; 0 disables the pool); `empty_cache()` drops them
 from __future__ import annotations
 
 import collections
-import ctypes
-import functools
 import math
-import mmap
 import os
 import threading
 import weakref
@@ -37,6 +34,8 @@ import weakref
 import numpy as np
 import torch
 from torch import Tensor
+
+from gnnforge._huge_pages import HUGE_PAGE_BYTES, advise_huge
 
 __all__ = ["BufferPool", "advise_huge", "buffer_pool_statistics", "empty_cache",
            "pooled_empty", "worth_pooling"]
@@ -47,7 +46,7 @@ MIN_POOLED_BYTES = 2**20
 # Unpooled outputs at least this large (the pool disabled) get huge pages asked for.
 UNPOOLED_HUGE_BYTES = 32 * 2**20
 _ALIGN = 64           # 64-byte (AVX-512) streaming stores need 64-byte aligned rows
-_ROUND = 2 * 2**20    # capacities in whole huge pages
+_ROUND = HUGE_PAGE_BYTES  # capacities in whole huge pages
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64,
                  torch.int32: np.int32, torch.int64: np.int64}
 
@@ -169,31 +168,6 @@ class BufferPool:
             self._free_bytes += buffer[2]
         while self._free_bytes > self.cap_bytes:
             self._free_bytes -= self._free.pop(0)[2]
-
-
-@functools.lru_cache(maxsize=1)
-def _madvise():
-    """libc's madvise(2), or None where Python knows no MADV_HUGEPAGE (not Linux)."""
-    if not hasattr(mmap, "MADV_HUGEPAGE"):
-        return None
-    function = ctypes.CDLL(None, use_errno=True).madvise
-    function.argtypes, function.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], \
-        ctypes.c_int
-    return function
-
-
-def advise_huge(address: int, nbytes: int) -> None:
-    """Ask for transparent huge pages on the whole 2 MiB pages of a fresh buffer before its
-    first touch (fewer page faults for large outputs); a no-op where the kernel refuses.
-
-    The same as the native library's `gf_advise_huge`, done here so that the pool does not
-    import the library's loader (which would stack the native kernels a level deeper).
-    """
-    madvise = _madvise()
-    start = -(-address // _ROUND) * _ROUND
-    stop = (address + nbytes) // _ROUND * _ROUND
-    if madvise is not None and stop > start:
-        madvise(start, stop - start, mmap.MADV_HUGEPAGE)
 
 
 _POOL: BufferPool | None = None

@@ -23,10 +23,10 @@ _HELP = {
                  "`steps/s=S peak_rss_mib=M data_mib=D`",
     "synthetic_nodes": "--dataset synthetic-products: number of nodes (0: ogbn-products' "
                        "2,449,029; e.g. 262144 to 8388608 for scaling curves)",
-    "warm_page_cache": "--dataset synthetic-products: read its memory-mapped CSR and "
-                       "features front to back before training, so minibatches' scattered "
-                       "reads hit the page cache: on, off, or auto (when they take at most "
-                       "half of the memory this process may use, cgroup limits included)",
+    "warm_page_cache": "--dataset synthetic-products: read its CSR and features into "
+                       "memory (front to back, in huge pages) before training instead of "
+                       "memory-mapping them: on, off, or auto (when they take at most half "
+                       "of the memory this process may use, cgroup limits included)",
     "weight_decay": "Adam weight decay", "hidden": "hidden width", "layers": "number of GNN layers",
     "dropout": "dropout probability",
     "input_dropout": "node task: dropout on the input features (default: --dropout; "

@@ -122,8 +122,9 @@ class TrainConfig:
     # synthetic-products: its number of nodes (0: ogbn-products' 2,449,029), for the
     # scaling curves (2**18..2**23) and small test runs.
     synthetic_nodes: int = 0
-    # synthetic-products: read its mapped files front to back before training (auto: when
-    # they fit in half the memory this process may use; gnnforge/data/_page_cache.py).
+    # synthetic-products: read its files into memory before training instead of mapping
+    # them (auto: when they fit in half the memory this process may use;
+    # gnnforge/data/_in_memory.py).
     warm_page_cache: str = "auto"
     # node task, the papers' recipes (gnnforge/train/recipes/): row-normalise the input
     # features (Kipf & Welling's preprocessing: each bag-of-words row sums to 1); put the

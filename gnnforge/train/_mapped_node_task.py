@@ -67,7 +67,7 @@ class MappedNodeTask:
         self.name = f"node classification (sampled-graph {config.model.upper()})"
         spec = self.data.meta["spec"]
         self.description = (f"synthetic-products ({self.data.num_nodes:,} nodes, seed "
-                            f"{spec['seed']}, memory-mapped from {self.data.folder}; "
+                            f"{spec['seed']}, from {self.data.folder}; "
                             f"{self.data.warmup.describe()})")
 
     def build_model(self) -> nn.Module:

@@ -133,7 +133,7 @@ def test_loaded_once_then_mapped_from_the_cache(cache):
 
 
 def test_structure_is_mapped_from_the_files_in_int32(cache):
-    data = load_synthetic_products(SMALL, progress=False)
+    data = load_synthetic_products(SMALL, progress=False, prefetch=False)
     assert isinstance(data.col, np.memmap) and data.col.dtype == np.int32
     assert isinstance(data.rowptr, np.memmap)
     # the feature tensor's memory is the mapping of x.npy, not a copy
@@ -141,6 +141,10 @@ def test_structure_is_mapped_from_the_files_in_int32(cache):
     assert _mapped_file(data.col.ctypes.data).endswith("col.npy")
     assert data.data_bytes == data.rowptr.nbytes + data.col.nbytes + data.x.numel() * 4
     assert data.y.dtype == torch.int64 and data.train.dtype == torch.int64
+    read = load_synthetic_products(SMALL, progress=False)  # fits: read into memory
+    assert read.col.dtype == np.int32 and not isinstance(read.col, np.memmap)
+    assert not _mapped_file(read.x.data_ptr()).endswith(".npy")
+    assert read.data_bytes == data.data_bytes
 
 
 def _mapped_file(address: int) -> str:
@@ -168,12 +172,12 @@ def _vm_flags(address: int) -> list[str]:
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux smaps only")
 def test_col_and_features_are_mapped_for_random_access(cache, monkeypatch):
-    data = load_synthetic_products(SMALL, progress=False)
+    data = load_synthetic_products(SMALL, progress=False, prefetch=False)
     assert "rr" in _vm_flags(data.x.data_ptr())          # MADV_RANDOM: no readahead
     assert "rr" in _vm_flags(data.col.ctypes.data)
     assert "rr" not in _vm_flags(data.rowptr.ctypes.data)
     monkeypatch.setenv("GNNFORGE_MMAP_ADVICE", "normal")
-    plain = load_synthetic_products(SMALL, progress=False)
+    plain = load_synthetic_products(SMALL, progress=False, prefetch=False)
     assert "rr" not in _vm_flags(plain.x.data_ptr())
     assert torch.equal(plain.x[:7], data.x[:7])
 

@@ -97,16 +97,18 @@ def _edges(cache) -> int:
     return json.loads(meta.read_text())["num_edges"]
 
 
-def test_the_task_holds_the_mapped_csr_not_a_graph(cache):
+@pytest.mark.parametrize("warm_page_cache", ["on", "off"])
+def test_the_task_holds_the_datasets_csr_not_a_graph(cache, warm_page_cache):
     from gnnforge.graph import Graph
     from gnnforge.train._cli import build_task
 
     config = load_config({"dataset": "synthetic-products", "synthetic_nodes": 4096,
                           "hidden": 16, "fanouts": [4, 3, 2], "batch_size": 128,
-                          "progress": False})
+                          "warm_page_cache": warm_page_cache, "progress": False})
     task = build_task(config)
     assert not any(isinstance(value, Graph) for value in vars(task).values())
-    assert task.edges.col is task.data.col and isinstance(task.edges.col, np.memmap)
+    assert task.edges.col is task.data.col
+    assert isinstance(task.edges.col, np.memmap) == (warm_page_cache == "off")
     assert task.edges.col.dtype == np.int32 and task.edges.eids.size == 0
     blocks, input_nodes, seeds = task.batch(0) if task.start_epoch(0) else None
     # a batch's arrays are sized by the batch: nothing of the graph's size is allocated
@@ -151,7 +153,7 @@ def test_the_first_layer_reads_the_mapped_features_unless_it_drops_them(cache, i
 
 
 @pytest.mark.parametrize("choice, read", [("on", True), ("off", False), ("auto", True)])
-def test_warm_page_cache_reads_the_maps_files_or_says_why_not(cache, choice, read):
+def test_warm_page_cache_reads_the_files_into_memory_or_says_why_not(cache, choice, read):
     from gnnforge.train._cli import build_task
 
     config = load_config({"dataset": "synthetic-products", "synthetic_nodes": 4096,
@@ -160,7 +162,8 @@ def test_warm_page_cache_reads_the_maps_files_or_says_why_not(cache, choice, rea
     maps = sum((task.data.folder / f"{name}.npy").stat().st_size
                for name in ("rowptr", "col", "x"))
     assert task.data.warmup.bytes_read == (maps if read else 0)  # auto: 1.6 MiB fits
-    expected = "prefetched into the page cache" if read else "not prefetched (prefetch=False)"
+    expected = "read into memory (huge pages)" if read else \
+        "memory-mapped, not read into memory (prefetch=False)"
     assert expected in task.description
 
 
