@@ -10,11 +10,12 @@ process may use, they are read once, sequentially, before training; where they d
 
 The arrays are read into anonymous memory advised transparent huge pages
 (`gnnforge._huge_pages`), not left in the page cache behind the maps: a map's pages are
-4 KiB unless the kernel happened to cache the file in large folios, so a step's ~1M
-scattered feature rows each missed the TLB. Layer 1 of the sampled GraphSAGE step at
+4 KiB unless the kernel happened to cache the file in large folios, and a step reads ~1M
+scattered feature rows (TLB misses, as we read the speed-up: these VMs expose no
+counters). Layer 1 of the sampled GraphSAGE step at
 2**23 nodes (a joined mean over 990k edges of a 3.4 GB table, one thread) took 108-110 ms
 over the map and 68 ms in huge pages; the whole step 346 -> 308 ms (2026-12-05, Intel
-host, `benchmarks/scaling.py` rows: docs/training.md).
+host, the same step code timed with each; docs/data.md).
 
 "Memory this process may use" is the smaller of the machine's MemAvailable and the
 headroom (limit - usage) of every memory cgroup it is in, v1 or v2, ancestors included.
@@ -34,7 +35,7 @@ from gnnforge.data._progress import progress_bar
 
 __all__ = ["Warmup", "available_memory_bytes", "read_into_memory", "read_npy"]
 
-FIT_FRACTION = 0.5             # prefetch when the files take at most this share of it
+FIT_FRACTION = 0.5             # read in when the files take at most this share of it
 _CHUNK = 16 * 2**20
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _UNLIMITED = 2**62             # cgroup v1 writes "no limit" as a huge page-rounded number
