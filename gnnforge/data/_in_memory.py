@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -96,7 +98,7 @@ def read_into_memory(paths: list[Path], *, prefetch: bool | None = None,
     return arrays, Warmup(total, time.perf_counter() - start, None)
 
 
-def read_npy(path: Path, advance=None) -> np.ndarray:
+def read_npy(path: Path, advance: Callable[[int], object] | None = None) -> np.ndarray:
     """The array of .npy file `path` in anonymous memory advised huge pages (`np.load`'s
     result, read in _CHUNK pieces; `advance(bytes)` after each, with the header's).
 
@@ -123,7 +125,8 @@ def read_npy(path: Path, advance=None) -> np.ndarray:
     return array.T if fortran else array
 
 
-def _read_exactly(file, target: memoryview, path: Path, advance) -> None:
+def _read_exactly(file: BinaryIO, target: memoryview, path: Path,
+                  advance: Callable[[int], object] | None) -> None:
     """Fill `target` from `file` in _CHUNK reads."""
     done = 0
     while done < len(target):

@@ -5,11 +5,11 @@ destination (int32 `col`), the features and the labels from the files `generate_
 wrote. Where rowptr, col and x fit comfortably in memory they are read into it once,
 front to back, in transparent huge pages (`_in_memory.read_into_memory`; `prefetch`);
 where they do not they stay copy-on-write memory maps, so loading costs no copy of the
-structure and sampling reads only the pages it touches. The folder is `cache_dir()/synthetic-products/
-n{num_nodes}-seed{seed}`; a folder whose meta.json names another generator version or
-other parameters is regenerated. A generation writes into a temporary folder renamed into
-place after meta.json (the last file) is written, so an interrupted one is never taken
-for a complete dataset.
+structure and sampling reads only the pages it touches. The folder is
+`cache_dir()/synthetic-products/n{num_nodes}-seed{seed}`; a folder whose meta.json names
+another generator version or other parameters is regenerated. A generation writes into a
+temporary folder renamed into place after meta.json (the last file) is written, so an
+interrupted one is never taken for a complete dataset.
 
 The maps of `col` and `x` are advised random access (madvise MADV_RANDOM): minibatches
 read scattered neighbour lists and 400-byte feature rows, and the kernel's default
@@ -56,9 +56,8 @@ class MappedProducts:
         rowptr: [N + 1] int32 (int64 past 2**31 edges), CSR by destination.
         col: [E] int32: source of each in-edge; rows sorted. The graph is symmetric, so
             these are also the out-neighbours.
-        x: [N, F] float32 tensor.
-            rowptr, col and x are in memory (huge pages) when `warmup` read them, else
-            copy-on-write memory maps of their files.
+        x: [N, F] float32 tensor. rowptr, col and x are in memory (huge pages) when
+            `warmup` read them, else copy-on-write memory maps of their files.
         y: [N] int64 labels (converted from the stored int16: 8 bytes per node).
         train, val, test: sorted int64 node ids.
         meta: meta.json (parameters, generator version, sizes, degree statistics).
