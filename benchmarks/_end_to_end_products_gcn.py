@@ -15,7 +15,8 @@ copied). Measured per side, in its own child process (so its peak RSS is its own
                  then taken the same step: a check that the sides compute alike, not a
                  trained number).
 
-How each side holds the graph (the CSR by destination is read from the memory maps):
+How each side holds the graph (the CSR by destination is read from the dataset's memory
+maps, `prefetch=False`):
 
   gnnforge  `Graph` (int64 COO), `gnnforge.nn.GCNConv` (loops replaced by one per node,
             PyG's gcn_norm), the association per layer chosen before timing by
@@ -112,7 +113,12 @@ def run_gcn_side(side: str, nodes: int, repeats: int, models: dict[str, Any],
     from gnnforge.data import load_synthetic_products
 
     baseline = peak_rss_mib()
-    data = load_synthetic_products(nodes, progress=False)
+    # Memory-mapped, not read into memory: every side builds its own copy of the structure,
+    # and the whole-graph step peaks near this machine's memory, so the data's pages must
+    # stay reclaimable. With the arrays in memory PyG's side was killed for memory
+    # (2026-12-05 06:06, 24 GiB host); mapped it peaked at 23.2 GiB. The first, untimed
+    # step and the structures' build read every page before any timing.
+    data = load_synthetic_products(nodes, progress=False, prefetch=False)
     classes = int(data.meta["spec"]["num_classes"])
     torch.manual_seed(0)
     reference = models["OurGCN"](data.x.shape[1], hidden, classes)
