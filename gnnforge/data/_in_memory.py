@@ -33,6 +33,7 @@ from typing import BinaryIO
 import numpy as np
 
 from gnnforge._huge_pages import huge_page_empty
+from gnnforge.data._npy_header import NPY_HEADER_ERRORS, read_npy_header
 from gnnforge.data._progress import progress_bar
 
 __all__ = ["Warmup", "available_memory_bytes", "read_into_memory", "read_npy"]
@@ -110,10 +111,8 @@ def read_npy(path: Path, advance: Callable[[int], object] | None = None) -> np.n
         if hasattr(os, "posix_fadvise"):
             os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
         try:
-            version = np.lib.format.read_magic(file)
-            shape, fortran, dtype = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                                     else np.lib.format.read_array_header_2_0)(file)
-        except ValueError as error:
+            shape, fortran, dtype = read_npy_header(file)
+        except NPY_HEADER_ERRORS as error:
             raise ValueError(f"{path}: not a .npy array ({error})") from None
         if dtype.hasobject:
             raise ValueError(f"{path}: holds Python objects ({dtype}); only plain arrays "

@@ -12,7 +12,6 @@ not stored in these files; none are invented.
 from __future__ import annotations
 
 import io
-import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from gnnforge.data._clean import CleanOptions, clean_graph
 from gnnforge.data._errors import DataFormatError, names_the_file
 from gnnforge.data._limits import (check_dense_size, declared_npy_bytes, open_zip,
                                    read_zip_member)
+from gnnforge.data._npy_header import NPY_HEADER_ERRORS, read_npy_header
 from gnnforge.data._safe_pickle import safe_loads
 from gnnforge.data._sparse import checked_compressed, checked_matrix
 from gnnforge.graph import Graph
@@ -47,13 +47,8 @@ def read_npz_members(path: str | Path) -> dict[str, Any]:
 def _read_member(raw: bytes, where: str) -> Any:
     handle = io.BytesIO(raw)
     try:
-        version = np.lib.format.read_magic(handle)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
-    except (ValueError, SyntaxError, TypeError, tokenize.TokenError, RecursionError) as error:
-        # numpy parses the header dict with a tokenizer, which raises its own error types
+        shape, fortran, dtype = read_npy_header(handle)
+    except NPY_HEADER_ERRORS as error:
         raise DataFormatError(where, f"not an .npy array ({type(error).__name__}: {error})") \
             from error
     if dtype.hasobject:

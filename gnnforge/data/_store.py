@@ -33,6 +33,7 @@ import torch
 from gnnforge.data._errors import DataFormatError
 from gnnforge.data._limits import (LIMIT_VARIABLE, declared_npy_bytes, decompressed_limit,
                                    open_zip)
+from gnnforge.data._npy_header import read_npy_header
 from gnnforge.data._paths import cache_dir
 from gnnforge.graph import Graph, GraphBatch
 
@@ -125,10 +126,7 @@ def _read_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> 
                               f"{decompressed_limit(info.compress_size) / 2**20:.0f} MiB "
                               f"({LIMIT_VARIABLE}=<MiB> raises it)")
     with archive.open(info) as handle:
-        version = np.lib.format.read_magic(handle)
-        header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                  else np.lib.format.read_array_header_2_0)
-        shape, _, dtype = header(handle)
+        shape, _, dtype = read_npy_header(handle)
         if dtype.hasobject:
             raise DataFormatError(where, "object arrays are not allowed")
         # A header declaring fewer bytes than the member holds would stop reading before

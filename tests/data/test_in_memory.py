@@ -57,6 +57,11 @@ def test_bad_files_are_named(tmp_path):
     text.write_bytes(b"not an array")
     with pytest.raises(ValueError, match=f"{text}: not a .npy array"):
         read_npy(text)
+    torn = tmp_path / "torn.npy"  # numpy's tokenizer, not ValueError, rejects this header
+    header = b"{'descr': '<f8', 'shape': (3,".ljust(53) + b"\n"
+    torn.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    with pytest.raises(ValueError, match=f"{torn}: not a .npy array"):
+        read_npy(torn)
     objects = tmp_path / "objects.npy"
     np.save(objects, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ValueError, match=f"{objects}: holds Python objects"):
