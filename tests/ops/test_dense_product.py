@@ -123,6 +123,37 @@ def test_second_derivatives_flow_through_the_chosen_library(library, monkeypatch
     torch.testing.assert_close(b.grad.double(), b64.grad, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.skipif(not _dense_product._ONEDNN, reason="this torch has no oneDNN product")
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 120), k=st.integers(1, 40), n=st.integers(1, 30),
+       block=st.integers(1, 50), b_layout=st.sampled_from("nt"), seed=st.integers(0, 2**16))
+def test_onednn_in_blocks_of_rows_equals_the_reference(m, k, n, block, b_layout, seed):
+    a, b = (x.detach() for x in _operands(m, k, n, "n", b_layout, seed))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_buffers, "MIN_POOLED_BYTES", 0)   # every output takes the blocks
+        patch.setattr(_dense_product, "_block_rows", lambda columns, itemsize: block)
+        out = _dense_product._onednn_product(a, b)
+    assert out.shape == (m, n) and out.is_contiguous()
+    torch.testing.assert_close(out.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not _dense_product._ONEDNN, reason="this torch has no oneDNN product")
+def test_a_large_onednn_product_lands_in_a_reused_buffer(monkeypatch):
+    monkeypatch.setattr(_buffers, "_POOL", _buffers.BufferPool(cap_bytes=64 * 2**20))
+    a, b = torch.randn(3000, 16), torch.randn(16, 200)  # a 2.3 MiB output: two blocks
+    assert _dense_product._block_rows(200, 4) < 3000
+    first = _dense_product._onednn_product(a, b)
+    expected = first.clone()
+    del first
+    again = _dense_product._onednn_product(a, b)
+    statistics = _buffers.buffer_pool_statistics()
+    assert (statistics["misses"], statistics["hits"]) == (1, 1)
+    assert torch.equal(again, expected)
+    transposed = a.t().contiguous().t()  # not row-major: one call, its own output
+    torch.testing.assert_close(_dense_product._onednn_product(transposed, b), expected)
+    assert _buffers.buffer_pool_statistics()["misses"] == 1
+
+
 def test_products_onednn_cannot_run_use_torch(monkeypatch):
     monkeypatch.setenv("GNNFORGE_GEMM", "onednn")
     monkeypatch.setattr(_dense_product, "_MIN_WORK", 0)
