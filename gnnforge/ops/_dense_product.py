@@ -215,8 +215,8 @@ def _onednn_product(a: Tensor, b: Tensor) -> Tensor:
     glibc's heap, still in cache when copied into a pooled buffer (`pooled_empty`): on the
     AMD EPYC (Zen 5) host, [56-60k, 200] x [200, 256], median (mean) of 35 calls, 48.1
     (48.5) -> 28.0 (28.1) ms on one thread, 25.4 (26.0) -> 15.7 (15.9) on two; torch's
-    product into a reused buffer took 59.7 and 30.8. Each row's sum runs over K in the same
-    order whatever the block, so the blocks give the whole call's bits.
+    product into a reused buffer took 59.7 and 30.8. There the blocks gave the whole call's
+    bits (five shapes compared); the tests hold them to a float64 reference.
     """
     weight = b.t()  # the inner product computes input @ weight^T with weight [N, K]
     rows, columns = a.shape[0], b.shape[1]

@@ -140,8 +140,8 @@ def test_onednn_in_blocks_of_rows_equals_the_reference(m, k, n, block, b_layout,
 @pytest.mark.skipif(not _dense_product._ONEDNN, reason="this torch has no oneDNN product")
 def test_a_large_onednn_product_lands_in_a_reused_buffer(monkeypatch):
     monkeypatch.setattr(_buffers, "_POOL", _buffers.BufferPool(cap_bytes=64 * 2**20))
-    a, b = torch.randn(3000, 16), torch.randn(16, 200)  # a 2.3 MiB output: two blocks
-    assert _dense_product._block_rows(200, 4) < 3000
+    rows = 2 * _dense_product._block_rows(200, 4) + 7  # three blocks, the last one short
+    a, b = torch.randn(rows, 16), torch.randn(16, 200)
     first = _dense_product._onednn_product(a, b)
     expected = first.clone()
     del first
