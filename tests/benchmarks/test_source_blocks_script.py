@@ -24,8 +24,9 @@ def test_source_blocks_prints_the_kernel_and_the_gcn_tables():
     rows = [line.split(" | ") for line in out.stdout.splitlines() if line.startswith("| 2^11")]
     kernel, gcn = rows[:2], rows[2:]
     assert [row[1] for row in kernel] == ["one pass", "1 MiB"]
-    assert all(float(row[2].replace(",", "")) > 0 for row in kernel)
+    # Times are printed, not asserted on: at this size a fast host rounds them to 0.0 ms.
+    assert all(float(row[2].replace(",", "")) >= 0 for row in kernel)
     assert kernel[0][4] == "1.00x |"
     (gcn_row,) = gcn
-    assert float(gcn_row[1]) > 0 and float(gcn_row[3]) > 0, gcn_row
+    assert float(gcn_row[1]) >= 0 and float(gcn_row[3]) >= 0, gcn_row
     assert len(gcn_row) == 8 and gcn_row[5].endswith("x"), gcn_row  # speed-up, then chosen
