@@ -159,7 +159,7 @@ def test_tiny_gcn_and_sage_rows_have_a_dgl_cell(capsys):
         if args.dgl is None:
             assert dgl_ms == args.dgl_missing
         else:
-            assert float(dgl_ms) > 0
+            assert float(dgl_ms) >= 0  # printed rounded: a fast host may print 0
             assert row[5].endswith(("(PyG)", "(DGL)"))
     if args.dgl is not None:
         assert "peers' own samplers" in out  # DGL's own pipeline ran
@@ -216,13 +216,13 @@ def test_products_mode_prints_a_row_per_side_and_dropout():
     assert set(rows) == {*sides, *(f"{side} (no dropout)" for side in sides)}
     assert "dropout after each hidden ReLU: 0.5 and none" in stdout
     assert "failed" not in stdout
-    assert float(rows["gnnforge"].split(" | ")[1]) > 0
+    assert float(rows["gnnforge"].split(" | ")[1]) >= 0  # printed rounded
 
 
 def test_products_sides_left_out_get_no_row_and_the_header_names_them():
     stdout, lines = _tiny_products("--products-sides", "gnnforge")
     rows = {label: line.split(" | ")[1] for label, line in lines}
-    assert set(rows) == {"gnnforge"} and float(rows["gnnforge"]) > 0
+    assert set(rows) == {"gnnforge"} and float(rows["gnnforge"]) >= 0
     assert "not in this run (--products-sides): DGL, PyG, GraphBolt" in stdout
 
 
@@ -342,5 +342,5 @@ def test_graphbolt_side_trains_the_fixed_steps_where_a_graphbolt_venv_is_named(t
                                    "--graphbolt-python", python)
     rows = {label: line.split(" | ") for label, line in lines}
     assert set(rows) == {"gnnforge", "GraphBolt"} and "failed" not in stdout
-    assert float(rows["GraphBolt"][1]) > 0
+    assert float(rows["GraphBolt"][1]) >= 0
     assert f"torch {result['torch']} (the other sides {torch.__version__})" in rows["GraphBolt"][-1]
