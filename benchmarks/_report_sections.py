@@ -179,7 +179,7 @@ SECTIONS: tuple[Section, ...] = (
         Run("scaling", "Cost growth from 2^18 to 2^23 nodes (synthetic-products; DGL's "
             "sampled step beside ours)",
             ("benchmarks/scaling.py", "--sizes", "18,19,20,21,22,23", "--full-sizes",
-             "18,19,20,21", "--steps", "50", "--repeats", "3", "--dgl",
+             "18,19,20,21", "--steps", "50", "--rounds", "3", "--repeats", "3", "--dgl",
              "--png", "docs/scaling.png"), peer=True, on_page=False),
         Run("larger_than_memory", "Larger than memory: 2^24 nodes (9.5 GiB of data) under an "
             "8 GiB memory cgroup", ("benchmarks/larger_than_memory.py",), on_page=False),

@@ -10,7 +10,9 @@ size, each measurement in its own child process (its peak RSS is its own):
               bound it grows with the graph (fewer sampled neighbours coincide: on
               2^16 nodes a step gathers about 59k input rows over 425k sampled edges,
               on 2.45M nodes 581k rows over 941k edges), so the table also gives the
-              sampled work per step and the time per 1,000 sampled edges.
+              sampled work per step, its share of the fanouts' bound (`fanout_bound`:
+              1,080,320 edges for batch 1024 and fanouts [15, 10, 5]) and the time per
+              1,000 sampled edges.
   DGL sampled with --dgl: the same step in DGL's pipeline (end_to_end.py --products'
               DGL side: NeighborSampler + DataLoader, dgl.nn.SAGEConv), same sizes and
               steps, so the table shows whether a growth is the workload's (both grow)
@@ -22,6 +24,11 @@ size, each measurement in its own child process (its peak RSS is its own):
               at --full-sizes (default: every size): the whole graph's step needs memory
               linear in the edges (12 GiB at 2^21 nodes), so on a 24 GiB machine 2^22
               and beyond are sampled only, and their row says so.
+
+The host's speed drifts by 10-20% over minutes on the shared 2-core VMs (the same 2^22
+step read 224 ms in one run and 268-279 ms twenty minutes later), and a drift that lands on
+one size moves every ratio to it. So the sampled measurements (ours and DGL's) run in
+--rounds rounds over all the sizes in turn, and each size's row is its median round.
 
 Prints one table (ratios against the smallest size) and writes a log-log PNG (--png).
 
@@ -98,15 +105,58 @@ def _dgl_measurement(log2: int, args) -> dict[str, Any] | str:
     return reason if reason else measure("dgl", log2, args)
 
 
+def fanout_bound(batch: int, fanouts: list[int]) -> int:
+    """The most edges one sampled step can hold: every pick distinct. fanouts is input
+    layer first; a layer's destinations are the next layer's sources, at most its own
+    destinations plus one new source per pick (`compact` puts the frontier first)."""
+    destinations, edges = batch, 0
+    for fanout in reversed(fanouts):
+        edges += destinations * fanout
+        destinations += destinations * fanout
+    return edges
+
+
+def _bound_share(sampled: dict[str, Any]) -> float:
+    """The step's sampled edges over `fanout_bound` for the products workload."""
+    from _end_to_end_products import BATCH, FANOUTS
+
+    return sampled["work"]["sampled_edges"] / fanout_bound(BATCH, FANOUTS)
+
+
+def median_round(results: list[dict[str, Any] | str]) -> dict[str, Any] | str:
+    """The round with the median step time (the lower middle one for an even count), or
+    the first failure's reason when a round failed."""
+    failed = [result for result in results if not isinstance(result, dict)]
+    if failed:
+        return failed[0]
+    ordered = sorted(results, key=lambda result: result["ms_per_step"])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def sampled_rounds(sizes: list[int], args) -> dict[int, dict[str, Any]]:
+    """Per size, the median round of our sampled step and DGL's (`_dgl_measurement`),
+    the sizes in turn within each round."""
+    rounds: dict[int, dict[str, list]] = {log2: {"sampled": [], "dgl": []} for log2 in sizes}
+    for round_index in range(args.rounds):
+        for log2 in sizes:
+            rounds[log2]["sampled"].append(measure("sampled", log2, args))
+            rounds[log2]["dgl"].append(_dgl_measurement(log2, args))
+            print(f"  round {round_index + 1}/{args.rounds}: 2^{log2} sampled", file=sys.stderr,
+                  flush=True)
+    return {log2: {kind: median_round(results) for kind, results in parts.items()}
+            for log2, parts in rounds.items()}
+
+
 def table(rows: list[dict[str, Any]], args) -> list[str]:
     """Markdown rows; ratios against the smallest size that ran."""
     lines = ["| nodes | edges | sampled s/100 steps | vs smallest | input nodes / step "
-             "| sampled edges / step | us per 1k sampled edges | vs smallest "
+             "| sampled edges / step | of the fanouts' bound | us per 1k sampled edges "
+             "| vs smallest "
              "| peak RSS sampled (MiB) | DGL sampled s/100 steps | DGL vs smallest "
              f"| GCN 2x{args.hidden} step s (epoch) | ns/edge | vs smallest | inference s "
              "| peak RSS full (MiB) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-             "| --- | --- | --- |"]
+             "| --- | --- | --- | --- |"]
     base_step = next((r["sampled"]["ms_per_step"] for r in rows
                       if isinstance(r["sampled"], dict)), None)
     base_work = next((_per_sampled_edge(r["sampled"]) for r in rows
@@ -124,10 +174,11 @@ def table(rows: list[dict[str, Any]], args) -> list[str]:
             cells += [f"{sampled['ms_per_step'] / 10:.1f}",
                       f"{sampled['ms_per_step'] / base_step:.2f}x",
                       f"{work['input_nodes']:,.0f}", f"{work['sampled_edges']:,.0f}",
+                      f"{_bound_share(sampled):.0%}",
                       f"{per_edge * 1e3:.1f}", f"{per_edge / base_work:.2f}x",
                       f"{sampled['peak_rss_mib']:,.0f}"]
         else:
-            cells += [sampled] + ["n/a"] * 6
+            cells += [sampled] + ["n/a"] * 7
         cells += _dgl_cells(row["dgl"], base_dgl)
         if isinstance(full, dict):
             per_edge = full["step_s"] / full["edges"]
@@ -167,7 +218,9 @@ def verdict(rows: list[dict[str, Any]]) -> str:
                     if isinstance(r["sampled"], dict)]
         work = [r["sampled"]["work"]["sampled_edges"] for r in rows
                 if isinstance(r["sampled"], dict)]
-        parts.append(f"sampled edges per step: max/min = {max(work) / min(work):.2f}; "
+        shares = [_bound_share(r["sampled"]) for r in rows if isinstance(r["sampled"], dict)]
+        parts.append(f"sampled edges per step: max/min = {max(work) / min(work):.2f} "
+                     f"({min(shares):.0%}-{max(shares):.0%} of the fanouts' bound); "
                      f"sampled time per sampled edge: max/min = "
                      f"{max(per_edge) / min(per_edge):.2f}")
     dgl = [r["dgl"]["ms_per_step"] for r in rows if isinstance(r["dgl"], dict)]
@@ -223,6 +276,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed full-graph steps")
     parser.add_argument("--hidden", type=int, default=64, help="full-graph GCN width")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="sampled measurements per size, sizes in turn; median kept")
     parser.add_argument("--png", default=None, help="write the log-log plot here")
     parser.add_argument("--dgl", action="store_true",
                         help="also time DGL's sampled step at every size (needs DGL)")
@@ -236,20 +291,23 @@ def main() -> int:
         return 0
     from gnnforge.data import load_synthetic_products
 
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     print(f"synthetic-products at 2^{sizes[0]}..2^{sizes[-1]} nodes, {args.threads} "
-          f"thread(s); sampled: {args.steps} timed steps; full graph: median of "
+          f"thread(s); sampled: {args.steps} timed steps, the median of {args.rounds} "
+          f"round(s) over the sizes in turn; full graph: median of "
           f"{args.repeats} at 2^{','.join(str(n) for n in sorted(full_sizes))}; "
           f"{'DGL sampled too (same steps); ' if args.dgl else ''}each measurement in its "
           "own process")
-    rows = []
     for log2 in sizes:
         load_synthetic_products(2**log2, prefetch=False)  # generated once, outside the runs
-        sampled = measure("sampled", log2, args)  # first, as before --full-sizes existed
+    sampled = sampled_rounds(sizes, args)
+    rows = []
+    for log2 in sizes:
         full = (measure("full", log2, args) if log2 in full_sizes
                 else f"not run (not in --full-sizes {args.full_sizes})")
-        rows.append({"log2": log2, "sampled": sampled, "full": full,
-                     "dgl": _dgl_measurement(log2, args)})
-        print(f"  2^{log2} done", file=sys.stderr, flush=True)
+        rows.append({"log2": log2, "full": full, **sampled[log2]})
+        print(f"  2^{log2} full graph done", file=sys.stderr, flush=True)
     print("\n".join(table(rows, args)))
     print(verdict(rows))
     if args.png:
