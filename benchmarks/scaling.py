@@ -135,7 +135,7 @@ def median_round(results: list[dict[str, Any] | str]) -> dict[str, Any] | str:
 
 def sampled_rounds(sizes: list[int], args) -> dict[int, dict[str, Any]]:
     """Per size, the median round of our sampled step and DGL's (`_dgl_measurement`),
-    the sizes in turn within each round."""
+    the sizes in turn within each round; with each round's step time ("rounds_ms")."""
     rounds: dict[int, dict[str, list]] = {log2: {"sampled": [], "dgl": []} for log2 in sizes}
     for round_index in range(args.rounds):
         for log2 in sizes:
@@ -143,8 +143,16 @@ def sampled_rounds(sizes: list[int], args) -> dict[int, dict[str, Any]]:
             rounds[log2]["dgl"].append(_dgl_measurement(log2, args))
             print(f"  round {round_index + 1}/{args.rounds}: 2^{log2} sampled", file=sys.stderr,
                   flush=True)
-    return {log2: {kind: median_round(results) for kind, results in parts.items()}
+    return {log2: {**{kind: median_round(results) for kind, results in parts.items()},
+                   "rounds_ms": [r["ms_per_step"] for r in parts["sampled"]
+                                 if isinstance(r, dict)]}
             for log2, parts in rounds.items()}
+
+
+def round_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each size's sampled s / 100 steps in every round, in the order they ran."""
+    return [f"2^{row['log2']} sampled s/100 steps by round: "
+            + ", ".join(f"{ms / 10:.1f}" for ms in row["rounds_ms"]) for row in rows]
 
 
 def table(rows: list[dict[str, Any]], args) -> list[str]:
@@ -310,6 +318,8 @@ def main() -> int:
         print(f"  2^{log2} full graph done", file=sys.stderr, flush=True)
     print("\n".join(table(rows, args)))
     print(verdict(rows))
+    if args.rounds > 1:
+        print("\n".join(round_lines(rows)))
     if args.png:
         plot(rows, args.png, args.hidden)
         print(f"plot: {args.png}")

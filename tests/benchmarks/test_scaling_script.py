@@ -98,6 +98,10 @@ def test_rounds_run_every_size_in_turn_and_must_be_positive():
     order = [line.split(": ")[1] for line in out.stderr.splitlines() if "round " in line]
     assert order == ["2^10 sampled", "2^11 sampled"] * 2
     assert len([line for line in out.stdout.splitlines() if line.startswith("| 2^")]) == 2
+    for log2 in (10, 11):
+        by_round = next(line for line in out.stdout.splitlines()
+                        if line.startswith(f"2^{log2} sampled s/100 steps by round: "))
+        assert len(by_round.split(": ")[1].split(", ")) == 2
     bad = subprocess.run([*command, "--rounds", "0"], capture_output=True, text=True,
                          cwd=ROOT, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert bad.returncode == 2 and "--rounds must be at least 1, got 0" in bad.stderr
