@@ -211,8 +211,9 @@ def _onednn_product(a: Tensor, b: Tensor) -> Tensor:
     oneDNN's op allocates its output, and glibc maps a large one afresh on every call: the
     products-sized step's [58.5k, 256] layer-1 output page-faulted each time, and on the
     2-core VMs (where first touches are slow: writing 18 GiB took 38 s of system time) some
-    steps' calls took 80-105 ms instead of 14-25 at two threads. Blocks of `_block_rows` rows (2 MiB of output at one or two threads) come from
-    glibc's heap, still in cache when copied into a pooled buffer (`pooled_empty`): on the
+    steps' calls took 80-105 ms instead of 14-25 at two threads. Blocks of `_block_rows`
+    rows (2 MiB of output at one or two threads) come from glibc's heap, still in cache
+    when copied into a pooled buffer (`pooled_empty`): on the
     AMD EPYC (Zen 5) host, [56-60k, 200] x [200, 256], median (mean) of 35 calls, 48.1
     (48.5) -> 28.0 (28.1) ms on one thread, 25.4 (26.0) -> 15.7 (15.9) on two; torch's
     product into a reused buffer took 59.7 and 30.8. There the blocks gave the whole call's

@@ -88,30 +88,12 @@ def test_median_round_keeps_the_middle_round_or_the_first_failure():
         "failed (exit 1: x)"
 
 
-def test_rounds_run_every_size_in_turn_and_must_be_positive():
+def test_sizes_outside_full_sizes_are_sampled_only_and_rounds_run_sizes_in_turn():
+    """--full-sizes 10 with --rounds 2 (one run for both: each costs a child per size)."""
     command = [sys.executable, str(ROOT / "benchmarks" / "scaling.py"), "--sizes", "10,11",
                "--full-sizes", "10", "--steps", "1", "--repeats", "1"]
     out = subprocess.run([*command, "--rounds", "2"], capture_output=True, text=True,
                          cwd=ROOT, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "the median of 2 round(s) over the sizes in turn" in out.stdout
-    order = [line.split(": ")[1] for line in out.stderr.splitlines() if "round " in line]
-    assert order == ["2^10 sampled", "2^11 sampled"] * 2
-    assert len([line for line in out.stdout.splitlines() if line.startswith("| 2^")]) == 2
-    for log2 in (10, 11):
-        by_round = next(line for line in out.stdout.splitlines()
-                        if line.startswith(f"2^{log2} sampled s/100 steps by round: "))
-        assert len(by_round.split(": ")[1].split(", ")) == 2
-    bad = subprocess.run([*command, "--rounds", "0"], capture_output=True, text=True,
-                         cwd=ROOT, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert bad.returncode == 2 and "--rounds must be at least 1, got 0" in bad.stderr
-
-
-def test_sizes_outside_full_sizes_are_sampled_only_and_say_so(tmp_path):
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scaling.py"), "--sizes",
-                          "10,11", "--full-sizes", "10", "--steps", "1", "--repeats", "1"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 2^")]
     assert len(rows) == 2 and "failed" not in out.stdout
@@ -119,6 +101,16 @@ def test_sizes_outside_full_sizes_are_sampled_only_and_say_so(tmp_path):
     assert float(rows[1].split(" | ")[2]) >= 0                 # 2^11 sampled ran
     assert "not run (not in --full-sizes 10)" in rows[1]
     assert "full graph: median of 1 at 2^10;" in out.stdout
+    assert "the median of 2 round(s) over the sizes in turn" in out.stdout
+    order = [line.split(": ")[1] for line in out.stderr.splitlines() if "round " in line]
+    assert order == ["2^10 sampled", "2^11 sampled"] * 2
+    for log2 in (10, 11):
+        by_round = next(line for line in out.stdout.splitlines()
+                        if line.startswith(f"2^{log2} sampled s/100 steps by round: "))
+        assert len(by_round.split(": ")[1].split(", ")) == 2
+    bad = subprocess.run([*command, "--rounds", "0"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert bad.returncode == 2 and "--rounds must be at least 1, got 0" in bad.stderr
 
 
 def test_dgl_column_says_why_when_dgl_does_not_import(tmp_path):
